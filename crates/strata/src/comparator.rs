@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! The order of user keys.
+//!
+//! A [`Comparator`] defines a total order on byte strings and two helpers that let tables store
+//! short index keys. Its [`name`](Comparator::name) is recorded in the MANIFEST, and a database
+//! may only be opened with a comparator of the same name.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// A total order over keys, plus the key-shortening helpers used for table indexes.
+///
+/// Implementations must be consistent for the life of a database: the same name must always mean
+/// the same order.
+///
+/// # Example
+///
+/// A comparator that orders keys in reverse:
+///
+/// ```
+/// use std::cmp::Ordering;
+/// use strata::Comparator;
+///
+/// struct Reverse;
+/// impl Comparator for Reverse {
+///     fn name(&self) -> &str { "example.Reverse" }
+///     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering { b.cmp(a) }
+///     fn find_shortest_separator(&self, _start: &mut Vec<u8>, _limit: &[u8]) {}
+///     fn find_short_successor(&self, _key: &mut Vec<u8>) {}
+/// }
+/// assert_eq!(Reverse.compare(b"a", b"b"), Ordering::Greater);
+/// ```
+pub trait Comparator: Send + Sync {
+    /// The name stored in the MANIFEST. Change it whenever the order changes.
+    fn name(&self) -> &str;
+
+    /// Three-way comparison of `a` and `b`.
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering;
+
+    /// Given `start < limit`, may change `start` to a shorter key in `[start, limit)`.
+    /// Leaving `start` unchanged is always correct.
+    fn find_shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]);
+
+    /// May change `key` to a shorter key that is `>= key`. Leaving it unchanged is always correct.
+    fn find_short_successor(&self, key: &mut Vec<u8>);
+}
+
+/// LevelDB's default order: lexicographic over unsigned bytes, named
+/// `leveldb.BytewiseComparator`.
+///
+/// # Example
+///
+/// ```
+/// use strata::{BytewiseComparator, Comparator};
+/// let mut start = b"abcdef".to_vec();
+/// BytewiseComparator.find_shortest_separator(&mut start, b"abzz");
+/// assert_eq!(start, b"abd");
+/// ```
+#[derive(Debug, Default, Clone, Copy)]
+pub struct BytewiseComparator;
+
+impl BytewiseComparator {
+    /// The name LevelDB records for this order.
+    pub const NAME: &'static str = "leveldb.BytewiseComparator";
+}
+
+impl Comparator for BytewiseComparator {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    #[inline]
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        a.cmp(b)
+    }
+
+    fn find_shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]) {
+        let common = start
+            .iter()
+            .zip(limit)
+            .take_while(|(a, b)| a == b)
+            .count();
+        if common >= start.len().min(limit.len()) {
+            // One is a prefix of the other: no shorter separator.
+            return;
+        }
+        let byte = start[common];
+        if byte < 0xff && byte + 1 < limit[common] {
+            start[common] = byte + 1;
+            start.truncate(common + 1);
+            debug_assert!(self.compare(start, limit) == Ordering::Less);
+        }
+    }
+
+    fn find_short_successor(&self, key: &mut Vec<u8>) {
+        if let Some(i) = key.iter().position(|&b| b != 0xff) {
+            key[i] += 1;
+            key.truncate(i + 1);
+        }
+    }
+}
+
+/// The default comparator, shared.
+pub fn bytewise() -> Arc<dyn Comparator> {
+    Arc::new(BytewiseComparator)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn separator(a: &[u8], b: &[u8]) -> Vec<u8> {
+        let mut s = a.to_vec();
+        BytewiseComparator.find_shortest_separator(&mut s, b);
+        s
+    }
+
+    fn successor(a: &[u8]) -> Vec<u8> {
+        let mut s = a.to_vec();
+        BytewiseComparator.find_short_successor(&mut s);
+        s
+    }
+
+    #[test]
+    fn separators_match_leveldb() {
+        assert_eq!(separator(b"abcdef", b"abzz"), b"abd");
+        assert_eq!(separator(b"abc", b"abd"), b"abc");
+        assert_eq!(separator(b"abc", b"abcd"), b"abc");
+        assert_eq!(separator(b"a\xffb", b"a\xffd"), b"a\xffc");
+        assert_eq!(separator(b"helloworld", b"hellp"), b"helloworld");
+        assert_eq!(separator(b"key000099", b"key000100"), b"key000099");
+    }
+
+    #[test]
+    fn successors_match_leveldb() {
+        assert_eq!(successor(b"abc"), b"b");
+        assert_eq!(successor(b"\xff\xffa"), b"\xff\xffb");
+        assert_eq!(successor(b"\xff\xff"), b"\xff\xff");
+        assert_eq!(successor(b""), b"");
+    }
+
+    #[test]
+    fn name_is_leveldbs() {
+        assert_eq!(BytewiseComparator.name(), "leveldb.BytewiseComparator");
+    }
+}

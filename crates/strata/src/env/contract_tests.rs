@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! One suite of behaviour every [`Env`] must show, run against both implementations.
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::error::Error;
+
+fn suite(env: &dyn Env, root: &Path) {
+    let dir = root.join("db");
+    env.create_dir_all(&dir).unwrap();
+    assert!(env.exists(&dir));
+    let a = dir.join("a");
+
+    // Write, read sequentially, read at offsets.
+    let mut w = env.new_writable_file(&a).unwrap();
+    w.append(b"hello ").unwrap();
+    w.append(&vec![b'x'; 100_000]).unwrap();
+    w.append(b" world").unwrap();
+    w.sync().unwrap();
+    drop(w);
+    assert_eq!(env.file_size(&a).unwrap(), 100_012);
+    let all = read_file_to_vec(env, &a).unwrap();
+    assert_eq!(&all[..6], b"hello ");
+    assert_eq!(&all[100_006..], b" world");
+
+    let mut s = env.new_sequential_file(&a).unwrap();
+    s.skip(100_006).unwrap();
+    let mut buf = [0u8; 16];
+    assert_eq!(s.read(&mut buf).unwrap(), 6);
+    assert_eq!(s.read(&mut buf).unwrap(), 0);
+
+    let r = env.new_random_access_file(&a).unwrap();
+    let mut five = [0u8; 5];
+    r.read_exact_at(100_007, &mut five).unwrap();
+    assert_eq!(&five, b"world");
+    let err = r.read_exact_at(100_010, &mut five).unwrap_err();
+    assert!(matches!(err, Error::Io { ref source, .. } if source.kind() == std::io::ErrorKind::UnexpectedEof));
+
+    // Append to an existing file.
+    let mut ap = env.new_appendable_file(&a).unwrap();
+    ap.append(b"!").unwrap();
+    ap.flush().unwrap();
+    drop(ap);
+    assert_eq!(env.file_size(&a).unwrap(), 100_013);
+
+    // Truncating create.
+    write_file(env, &a, b"new", true).unwrap();
+    assert_eq!(read_file_to_vec(env, &a).unwrap(), b"new");
+
+    // Rename over an existing file, list, remove.
+    let b = dir.join("b");
+    write_file(env, &b, b"bee", false).unwrap();
+    env.rename(&b, &a).unwrap();
+    assert_eq!(read_file_to_vec(env, &a).unwrap(), b"bee");
+    assert!(!env.exists(&b));
+    let mut names = env.children(&dir).unwrap();
+    names.sort();
+    assert_eq!(names, vec!["a".to_string()]);
+    env.sync_dir(&dir).unwrap();
+    env.remove_file(&a).unwrap();
+    assert!(!env.exists(&a));
+
+    // Errors name the path.
+    let missing = dir.join("missing");
+    let err = env.new_sequential_file(&missing).err().expect("missing file");
+    assert!(err.is_not_found(), "{err}");
+    assert!(err.to_string().contains("missing"), "{err}");
+    assert!(env.remove_file(&missing).unwrap_err().is_not_found());
+    assert!(env.file_size(&missing).unwrap_err().is_not_found());
+    assert!(env.children(&dir.join("nodir")).is_err());
+    assert!(env
+        .new_writable_file(&dir.join("nodir").join("f"))
+        .is_err());
+
+    // Locks exclude a second holder until released.
+    let lock_path = dir.join("LOCK");
+    let lock = env.lock_file(&lock_path).unwrap();
+    assert!(matches!(env.lock_file(&lock_path), Err(Error::Locked { .. })));
+    drop(lock);
+    let again = env.lock_file(&lock_path).unwrap();
+    drop(again);
+
+    env.remove_file(&lock_path).unwrap();
+    env.remove_dir(&dir).unwrap();
+    assert!(!env.exists(&dir));
+}
+
+#[test]
+fn posix_env_meets_the_contract() {
+    let tmp = tempfile::tempdir().unwrap();
+    suite(&PosixEnv::new(), tmp.path());
+}
+
+#[test]
+fn mem_env_meets_the_contract() {
+    suite(&MemEnv::new(), Path::new("/tmp"));
+}
+
+#[test]
+fn posix_lock_survives_closing_an_unrelated_handle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = PosixEnv::new();
+    let lock_path = tmp.path().join("LOCK");
+    let _lock = env.lock_file(&lock_path).unwrap();
+    // With classic fcntl locks, closing any descriptor of the file drops the process's lock.
+    drop(std::fs::File::open(&lock_path).unwrap());
+    assert!(matches!(env.lock_file(&lock_path), Err(Error::Locked { .. })));
+}
+
+#[test]
+fn mem_crash_drops_unsynced_data_and_undoes_unsynced_renames() {
+    let env = MemEnv::new();
+    let dir = PathBuf::from("/db");
+    env.create_dir_all(&dir).unwrap();
+    let mut f = env.new_writable_file(&dir.join("f")).unwrap();
+    f.append(b"durable").unwrap();
+    f.sync().unwrap();
+    env.sync_dir(&dir).unwrap();
+    f.append(b"+volatile").unwrap();
+    write_file(&env, &dir.join("tmp"), b"new name", true).unwrap();
+    env.rename(&dir.join("tmp"), &dir.join("CURRENT")).unwrap();
+
+    let killed = env.crash_clone(CrashMode::PROCESS_KILL);
+    assert_eq!(read_file_to_vec(&killed, &dir.join("f")).unwrap(), b"durable+volatile");
+    assert!(killed.exists(&dir.join("CURRENT")));
+
+    env.crash(CrashMode::POWER_LOSS);
+    assert_eq!(read_file_to_vec(&env, &dir.join("f")).unwrap(), b"durable");
+    assert!(!env.exists(&dir.join("CURRENT")));
+    assert!(!env.exists(&dir.join("tmp")));
+    // The old handle writes into a file nobody sees any more.
+    f.append(b"zombie").unwrap();
+    assert_eq!(env.file_size(&dir.join("f")).unwrap(), 7);
+}
+
+#[test]
+fn mem_synced_rename_survives_power_loss() {
+    let env = MemEnv::new();
+    let dir = PathBuf::from("/db");
+    env.create_dir_all(&dir).unwrap();
+    write_file(&env, &dir.join("tmp"), b"MANIFEST-000002\n", true).unwrap();
+    env.rename(&dir.join("tmp"), &dir.join("CURRENT")).unwrap();
+    env.sync_dir(&dir).unwrap();
+    env.crash(CrashMode::POWER_LOSS);
+    assert_eq!(read_file_to_vec(&env, &dir.join("CURRENT")).unwrap(), b"MANIFEST-000002\n");
+}
+
+#[test]
+fn mem_stale_lock_handle_does_not_release_a_newer_lock() {
+    let env = MemEnv::new();
+    env.create_dir_all(Path::new("/db")).unwrap();
+    let lock_path = Path::new("/db/LOCK");
+    let old = env.lock_file(lock_path).unwrap();
+    env.crash(CrashMode::PROCESS_KILL);
+    let new = env.lock_file(lock_path).unwrap();
+    drop(old);
+    assert!(matches!(env.lock_file(lock_path), Err(Error::Locked { .. })));
+    drop(new);
+}

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! The file-system interface: every byte strata reads or writes goes through an [`Env`].
+//!
+//! Two implementations ship with the library:
+//! - [`PosixEnv`], the real file system (`pread`, buffered appends, `fdatasync`, `fcntl` locks);
+//! - [`MemEnv`], an in-memory file system for tests that can also simulate a crash: it forgets
+//!   whatever was not synced, and can undo directory changes that were not made durable.
+//!
+//! Users may implement [`Env`] themselves, for example to inject faults or to count I/O.
+//!
+//! All methods report failures as [`Error::Io`](crate::Error::Io) naming the path.
+
+mod mem;
+mod posix;
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use mem::{CrashMode, MemEnv};
+pub use posix::PosixEnv;
+
+use crate::error::Result;
+
+/// A file read from start to end, as the log reader does.
+pub trait SequentialFile: Send {
+    /// Reads up to `buf.len()` bytes; returns how many were read, 0 at end of file.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize>;
+
+    /// Skips `n` bytes forward. Skipping past the end leaves the file at its end.
+    fn skip(&mut self, n: u64) -> Result<()>;
+}
+
+/// A file read at arbitrary offsets by many threads at once, as tables are.
+pub trait RandomAccessFile: Send + Sync {
+    /// Fills `buf` with the bytes at `offset..offset + buf.len()`.
+    ///
+    /// # Errors
+    /// An I/O error, or an `Io` error of kind `UnexpectedEof` if the file ends before `buf` is
+    /// full.
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+}
+
+/// A file written by appending, as logs and tables are.
+///
+/// `append` may buffer; `flush` hands buffered bytes to the operating system (they then survive
+/// a process crash); `sync` also makes them durable (they survive a power loss).
+pub trait WritableFile: Send {
+    /// Appends `data` at the end of the file.
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands buffered bytes to the operating system.
+    fn flush(&mut self) -> Result<()>;
+    /// Flushes, then makes the file's contents durable.
+    fn sync(&mut self) -> Result<()>;
+}
+
+/// A held lock on a database's `LOCK` file. The lock is released when this is dropped.
+pub trait FileLock: Send + Sync + fmt::Debug {}
+
+/// Everything strata needs from a file system.
+///
+/// # Example
+///
+/// ```
+/// use std::path::Path;
+/// use strata::{Env, MemEnv};
+///
+/// let env = MemEnv::new();
+/// env.create_dir_all(Path::new("/db")).unwrap();
+/// let mut f = env.new_writable_file(Path::new("/db/hello")).unwrap();
+/// f.append(b"hello").unwrap();
+/// f.sync().unwrap();
+/// assert_eq!(env.file_size(Path::new("/db/hello")).unwrap(), 5);
+/// ```
+pub trait Env: Send + Sync + fmt::Debug {
+    /// Opens an existing file for sequential reading.
+    fn new_sequential_file(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
+
+    /// Opens an existing file for positional reads.
+    fn new_random_access_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+
+    /// Creates a file for appending, truncating it if it exists.
+    fn new_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+
+    /// Opens a file for appending at its end, creating it if it does not exist.
+    fn new_appendable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+
+    /// True if `path` names an existing file or directory.
+    fn exists(&self, path: &Path) -> bool;
+
+    /// The names (not paths) of the entries of directory `dir`. Names that are not UTF-8 are
+    /// left out: no file strata writes has one.
+    fn children(&self, dir: &Path) -> Result<Vec<String>>;
+
+    /// The size of a file in bytes.
+    fn file_size(&self, path: &Path) -> Result<u64>;
+
+    /// Removes a file.
+    fn remove_file(&self, path: &Path) -> Result<()>;
+
+    /// Creates a directory and its missing parents.
+    fn create_dir_all(&self, path: &Path) -> Result<()>;
+
+    /// Removes an empty directory.
+    fn remove_dir(&self, path: &Path) -> Result<()>;
+
+    /// Renames a file, replacing `to` if it exists. Atomic on POSIX file systems.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+
+    /// Makes the entries of directory `dir` (creations, renames, removals) durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+
+    /// Takes an exclusive lock on `path`, creating the file if needed.
+    ///
+    /// # Errors
+    /// [`Error::Locked`](crate::Error::Locked) if any other handle, in this process or another,
+    /// holds it.
+    fn lock_file(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+}
+
+/// Reads a whole file through `env`.
+pub fn read_file_to_vec(env: &dyn Env, path: &Path) -> Result<Vec<u8>> {
+    let mut file = env.new_sequential_file(path)?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(out);
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Writes `data` to a new file at `path` through `env`, syncing it if `sync`.
+pub fn write_file(env: &dyn Env, path: &Path, data: &[u8], sync: bool) -> Result<()> {
+    let mut file = env.new_writable_file(path)?;
+    file.append(data)?;
+    if sync {
+        file.sync()
+    } else {
+        file.flush()
+    }
+}
+
+#[cfg(test)]
+mod contract_tests;

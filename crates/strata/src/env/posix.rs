@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`PosixEnv`]: the real file system.
+//!
+//! Reads use `pread` (through `FileExt::read_at`), so one open table serves every thread without
+//! a lock. Writable files buffer appends in user space and hand them to the kernel on `flush`;
+//! `sync` is `fdatasync`. Locks are `fcntl` write locks over the whole file, the kind LevelDB
+//! takes, so LevelDB and strata keep each other out. On Linux they are open-file-description
+//! locks (`F_OFD_SETLK`), which conflict with LevelDB's `F_SETLK` locks but, unlike them, are not
+//! released when some unrelated descriptor of the same file is closed.
+
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::{Env, FileLock, RandomAccessFile, SequentialFile, WritableFile};
+use crate::error::{Error, Result};
+
+/// The operating system's file system.
+///
+/// # Example
+///
+/// ```
+/// use strata::{Env, PosixEnv};
+/// let dir = tempfile::tempdir().unwrap();
+/// let env = PosixEnv::new();
+/// let path = dir.path().join("f");
+/// let mut f = env.new_writable_file(&path).unwrap();
+/// f.append(b"abc").unwrap();
+/// f.sync().unwrap();
+/// assert_eq!(env.file_size(&path).unwrap(), 3);
+/// ```
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PosixEnv;
+
+impl PosixEnv {
+    /// The POSIX environment.
+    pub fn new() -> Self {
+        PosixEnv
+    }
+
+    /// The POSIX environment, shared.
+    pub fn shared() -> Arc<dyn Env> {
+        Arc::new(PosixEnv)
+    }
+}
+
+const WRITE_BUFFER_BYTES: usize = 64 * 1024;
+
+struct PosixSequentialFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl SequentialFile for PosixSequentialFile {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize> {
+        loop {
+            match self.file.read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io(&self.path, "read", e)),
+            }
+        }
+    }
+
+    fn skip(&mut self, n: u64) -> Result<()> {
+        let n = i64::try_from(n).map_err(|_| {
+            Error::io(&self.path, "seek", io::Error::from(io::ErrorKind::InvalidInput))
+        })?;
+        self.file
+            .seek(SeekFrom::Current(n))
+            .map(|_| ())
+            .map_err(|e| Error::io(&self.path, "seek", e))
+    }
+}
+
+struct PosixRandomAccessFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl RandomAccessFile for PosixRandomAccessFile {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.file
+            .read_exact_at(buf, offset)
+            .map_err(|e| Error::io(&self.path, "read", e))
+    }
+}
+
+struct PosixWritableFile {
+    path: PathBuf,
+    file: File,
+    buffer: Vec<u8>,
+}
+
+impl PosixWritableFile {
+    fn write_buffered(&mut self) -> Result<()> {
+        if !self.buffer.is_empty() {
+            self.file
+                .write_all(&self.buffer)
+                .map_err(|e| Error::io(&self.path, "write", e))?;
+            self.buffer.clear();
+        }
+        Ok(())
+    }
+}
+
+impl WritableFile for PosixWritableFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        if self.buffer.len() + data.len() <= WRITE_BUFFER_BYTES {
+            self.buffer.extend_from_slice(data);
+            return Ok(());
+        }
+        self.write_buffered()?;
+        if data.len() < WRITE_BUFFER_BYTES {
+            self.buffer.extend_from_slice(data);
+            Ok(())
+        } else {
+            self.file
+                .write_all(data)
+                .map_err(|e| Error::io(&self.path, "write", e))
+        }
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.write_buffered()
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.write_buffered()?;
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io(&self.path, "sync", e))
+    }
+}
+
+impl Drop for PosixWritableFile {
+    fn drop(&mut self) {
+        // Best effort: a caller that cares about errors calls flush or sync first.
+        let _ = self.write_buffered();
+    }
+}
+
+/// Paths locked by this process. OFD locks already conflict within one process; the set also
+/// covers platforms that only have classic `fcntl` locks, which do not.
+fn locked_paths() -> &'static Mutex<HashSet<PathBuf>> {
+    static LOCKED: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
+    LOCKED.get_or_init(Default::default)
+}
+
+#[derive(Debug)]
+struct PosixFileLock {
+    path: PathBuf,
+    // Dropping the file releases the lock, since the lock belongs to this open file description.
+    _file: File,
+}
+
+impl FileLock for PosixFileLock {}
+
+impl Drop for PosixFileLock {
+    fn drop(&mut self) {
+        locked_paths()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.path);
+    }
+}
+
+fn fcntl_write_lock(file: &File) -> io::Result<()> {
+    use nix::fcntl::{fcntl, FcntlArg};
+    use nix::libc;
+    use std::os::fd::AsRawFd;
+
+    let lock = libc::flock {
+        l_type: libc::F_WRLCK as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: 0,
+        l_len: 0,
+        l_pid: 0,
+    };
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let arg = FcntlArg::F_OFD_SETLK(&lock);
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let arg = FcntlArg::F_SETLK(&lock);
+    fcntl(file.as_raw_fd(), arg)
+        .map(|_| ())
+        .map_err(io::Error::from)
+}
+
+fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> Error + 'a {
+    move |e| Error::io(path, op, e)
+}
+
+impl Env for PosixEnv {
+    fn new_sequential_file(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
+        let file = File::open(path).map_err(io_err(path, "open"))?;
+        Ok(Box::new(PosixSequentialFile {
+            path: path.to_path_buf(),
+            file,
+        }))
+    }
+
+    fn new_random_access_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(io_err(path, "open"))?;
+        Ok(Arc::new(PosixRandomAccessFile {
+            path: path.to_path_buf(),
+            file,
+        }))
+    }
+
+    fn new_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o644)
+            .open(path)
+            .map_err(io_err(path, "create"))?;
+        Ok(Box::new(PosixWritableFile {
+            path: path.to_path_buf(),
+            file,
+            buffer: Vec::with_capacity(WRITE_BUFFER_BYTES),
+        }))
+    }
+
+    fn new_appendable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o644)
+            .open(path)
+            .map_err(io_err(path, "open for append"))?;
+        Ok(Box::new(PosixWritableFile {
+            path: path.to_path_buf(),
+            file,
+            buffer: Vec::with_capacity(WRITE_BUFFER_BYTES),
+        }))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn children(&self, dir: &Path) -> Result<Vec<String>> {
+        let entries = fs::read_dir(dir).map_err(io_err(dir, "list"))?;
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(io_err(dir, "list"))?;
+            if let Ok(name) = entry.file_name().into_string() {
+                names.push(name);
+            }
+        }
+        Ok(names)
+    }
+
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        fs::metadata(path)
+            .map(|m| m.len())
+            .map_err(io_err(path, "stat"))
+    }
+
+    fn remove_file(&self, path: &Path) -> Result<()> {
+        fs::remove_file(path).map_err(io_err(path, "remove"))
+    }
+
+    fn create_dir_all(&self, path: &Path) -> Result<()> {
+        fs::create_dir_all(path).map_err(io_err(path, "create directory"))
+    }
+
+    fn remove_dir(&self, path: &Path) -> Result<()> {
+        fs::remove_dir(path).map_err(io_err(path, "remove directory"))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::rename(from, to).map_err(io_err(from, "rename"))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        let d = File::open(dir).map_err(io_err(dir, "open directory"))?;
+        d.sync_all().map_err(io_err(dir, "sync directory"))
+    }
+
+    fn lock_file(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let key = path
+            .canonicalize()
+            .unwrap_or_else(|_| path.to_path_buf());
+        let mut locked = locked_paths().lock().unwrap_or_else(|e| e.into_inner());
+        if locked.contains(&key) {
+            return Err(Error::Locked {
+                path: path.to_path_buf(),
+            });
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o644)
+            .open(path)
+            .map_err(io_err(path, "open lock file"))?;
+        match fcntl_write_lock(&file) {
+            Ok(()) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(nix::libc::EAGAIN) | Some(nix::libc::EACCES)
+                ) =>
+            {
+                return Err(Error::Locked {
+                    path: path.to_path_buf(),
+                })
+            }
+            Err(e) => return Err(Error::io(path, "lock", e)),
+        }
+        // Canonicalize again now that the file exists, so that every spelling of the path maps
+        // to one entry.
+        let key = path.canonicalize().unwrap_or(key);
+        locked.insert(key.clone());
+        Ok(Box::new(PosixFileLock {
+            path: key,
+            _file: file,
+        }))
+    }
+}

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! The one error type of the library.
+//!
+//! Every fallible function returns [`Result`]. Errors carry the context a person needs to act on
+//! them: the path of the file, and for corruption the byte offset where the damage was found.
+//! Not-found is not an error: lookups return `Ok(None)`.
+
+use std::borrow::Cow;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The result type of every fallible strata operation.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in strata.
+///
+/// Build errors through the constructors ([`Error::io`], [`Error::corruption`], ...) so that the
+/// context they carry can grow without touching every call site.
+///
+/// # Example
+///
+/// ```
+/// use strata::Error;
+/// let e = Error::corruption("/db/000005.ldb", 4096, "bad block checksum");
+/// assert!(e.is_corruption());
+/// assert_eq!(e.to_string(), "corruption in /db/000005.ldb at offset 4096: bad block checksum");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The operating system (or the [`Env`](crate::Env)) failed an I/O operation on `path`.
+    #[error("I/O error: {op} {}: {source}", path.display())]
+    Io {
+        /// The file or directory the operation was on.
+        path: PathBuf,
+        /// What was being done, for example `"open"` or `"sync"`.
+        op: &'static str,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// Bytes read from `file` at `offset` do not follow the format.
+    #[error("corruption in {} at offset {offset}: {reason}", file.display())]
+    Corruption {
+        /// The damaged file. Empty when the bytes did not come from a file.
+        file: PathBuf,
+        /// Byte offset in the file (or in the buffer) where the damage was found.
+        offset: u64,
+        /// What is wrong, for a person.
+        reason: Cow<'static, str>,
+    },
+    /// A caller-supplied argument or option is not acceptable.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(Cow<'static, str>),
+    /// The operation is not supported by this build, file, or environment.
+    #[error("not supported: {0}")]
+    NotSupported(Cow<'static, str>),
+    /// Another handle, in this process or another, holds the lock on `path`.
+    #[error("database is locked: {} is held by another process or handle", path.display())]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
+}
+
+impl Error {
+    /// An I/O error from `op` on `path`.
+    pub fn io(path: impl Into<PathBuf>, op: &'static str, source: io::Error) -> Error {
+        Error::Io {
+            path: path.into(),
+            op,
+            source,
+        }
+    }
+
+    /// Corruption found in `file` at `offset`.
+    pub fn corruption(
+        file: impl Into<PathBuf>,
+        offset: u64,
+        reason: impl Into<Cow<'static, str>>,
+    ) -> Error {
+        Error::Corruption {
+            file: file.into(),
+            offset,
+            reason: reason.into(),
+        }
+    }
+
+    /// An invalid argument.
+    pub fn invalid_argument(reason: impl Into<Cow<'static, str>>) -> Error {
+        Error::InvalidArgument(reason.into())
+    }
+
+    /// An unsupported operation.
+    pub fn not_supported(reason: impl Into<Cow<'static, str>>) -> Error {
+        Error::NotSupported(reason.into())
+    }
+
+    /// True for [`Error::Corruption`].
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. })
+    }
+
+    /// True for [`Error::Io`] whose source has kind `NotFound`.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+    }
+
+    /// Places a corruption found in a buffer into its file: sets the file name and adds `base` to
+    /// the offset. Other errors are returned unchanged.
+    pub(crate) fn in_file(self, file: &Path, base: u64) -> Error {
+        match self {
+            Error::Corruption {
+                file: f,
+                offset,
+                reason,
+            } if f.as_os_str().is_empty() => Error::Corruption {
+                file: file.to_path_buf(),
+                offset: base + offset,
+                reason,
+            },
+            other => other,
+        }
+    }
+}
+
+/// A corruption in an in-memory buffer, to be placed into its file with [`Error::in_file`].
+pub(crate) fn buffer_corruption(offset: usize, reason: &'static str) -> Error {
+    Error::corruption(PathBuf::new(), offset as u64, reason)
+}
