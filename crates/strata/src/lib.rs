@@ -10,6 +10,7 @@ mod comparator;
 pub mod env;
 mod error;
 pub mod key;
+pub mod log;
 
 pub use comparator::{bytewise, BytewiseComparator, Comparator};
 pub use env::{CrashMode, Env, MemEnv, PosixEnv};

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`LogReader`]: reads logical records back, reporting damage.
+
+use std::path::{Path, PathBuf};
+
+use super::{RecordType, BLOCK_SIZE, HEADER_SIZE};
+use crate::coding::{crc32c, crc32c_extend, decode_fixed32, unmask_crc};
+use crate::env::SequentialFile;
+use crate::error::{Error, Result};
+
+/// What the reader does when it finds damage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadMode {
+    /// Return the first corruption as an error.
+    Strict,
+    /// Record each corruption in [`LogReader::corruptions`] and go on with the next good record.
+    Tolerant,
+}
+
+/// One stretch of damaged bytes the reader dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogCorruption {
+    /// File offset of the first dropped byte.
+    pub offset: u64,
+    /// How many bytes were dropped.
+    pub dropped_bytes: u64,
+    /// What was wrong.
+    pub reason: &'static str,
+}
+
+/// The outcome of reading one physical record.
+enum Physical {
+    /// A fragment: its type and the range of its payload in the block buffer.
+    Fragment {
+        kind: RecordType,
+        start: usize,
+        end: usize,
+        offset: u64,
+    },
+    /// An unknown type byte, with the fragment's length and offset.
+    Unknown { len: usize, offset: u64 },
+    /// Damage was found and dropped (already reported), or padding was skipped.
+    Skipped,
+    /// The end of the log, including a record torn by a crash while it was written.
+    Eof,
+}
+
+/// Reads the logical records of a log file in order.
+///
+/// A record torn at the very end of the file, as a crash during a write leaves it, is the clean
+/// end of the log, not corruption. Everything else that is damaged (a bad checksum, a length
+/// that runs past its block, an unknown type, fragments out of order) is corruption: in
+/// [`ReadMode::Strict`] the first one is returned as an error; in [`ReadMode::Tolerant`] each is
+/// recorded with the bytes it cost and reading goes on.
+///
+/// Memory: one 32 KiB block buffer, plus the largest fragmented record.
+pub struct LogReader {
+    file: Box<dyn SequentialFile>,
+    path: PathBuf,
+    mode: ReadMode,
+    /// The current block. `buffer[pos..]` is not yet consumed.
+    buffer: Vec<u8>,
+    pos: usize,
+    /// File offset just past the end of `buffer`.
+    end_of_buffer_offset: u64,
+    /// True once a read returned less than a full block.
+    eof: bool,
+    /// The fragments of the record being assembled.
+    scratch: Vec<u8>,
+    /// File offset of the last record returned.
+    last_record_offset: u64,
+    corruptions: Vec<LogCorruption>,
+}
+
+impl LogReader {
+    /// A reader at the start of `file`; `path` names it in errors.
+    pub fn new(file: Box<dyn SequentialFile>, path: &Path, mode: ReadMode) -> Self {
+        LogReader {
+            file,
+            path: path.to_path_buf(),
+            mode,
+            buffer: Vec::with_capacity(BLOCK_SIZE),
+            pos: 0,
+            end_of_buffer_offset: 0,
+            eof: false,
+            scratch: Vec::new(),
+            last_record_offset: 0,
+            corruptions: Vec::new(),
+        }
+    }
+
+    /// The corruptions met so far (only in tolerant mode; strict mode returns the first).
+    pub fn corruptions(&self) -> &[LogCorruption] {
+        &self.corruptions
+    }
+
+    /// Total bytes dropped because of corruption so far.
+    pub fn dropped_bytes(&self) -> u64 {
+        self.corruptions.iter().map(|c| c.dropped_bytes).sum()
+    }
+
+    /// The file offset of the first physical record of the last record returned.
+    pub fn last_record_offset(&self) -> u64 {
+        self.last_record_offset
+    }
+
+    /// The next logical record, or `None` at the end of the log.
+    ///
+    /// # Errors
+    /// An I/O error; in strict mode, the first corruption.
+    pub fn next_record(&mut self) -> Result<Option<&[u8]>> {
+        self.scratch.clear();
+        let mut in_fragmented = false;
+        let mut record_offset = 0;
+        loop {
+            match self.read_physical()? {
+                Physical::Fragment {
+                    kind,
+                    start,
+                    end,
+                    offset,
+                } => match kind {
+                    RecordType::Full => {
+                        if in_fragmented && !self.scratch.is_empty() {
+                            let bytes = self.scratch.len() as u64;
+                            self.report(record_offset, bytes, "partial record without end")?;
+                        }
+                        self.last_record_offset = offset;
+                        return Ok(Some(&self.buffer[start..end]));
+                    }
+                    RecordType::First => {
+                        if in_fragmented && !self.scratch.is_empty() {
+                            let bytes = self.scratch.len() as u64;
+                            self.report(record_offset, bytes, "partial record without end")?;
+                        }
+                        self.scratch.clear();
+                        self.scratch.extend_from_slice(&self.buffer[start..end]);
+                        in_fragmented = true;
+                        record_offset = offset;
+                    }
+                    RecordType::Middle | RecordType::Last => {
+                        if !in_fragmented {
+                            let bytes = (end - start) as u64;
+                            self.report(offset, bytes, "missing start of fragmented record")?;
+                            continue;
+                        }
+                        self.scratch.extend_from_slice(&self.buffer[start..end]);
+                        if kind == RecordType::Last {
+                            self.last_record_offset = record_offset;
+                            return Ok(Some(&self.scratch));
+                        }
+                    }
+                    RecordType::Zero => unreachable!("zero records are skipped"),
+                },
+                Physical::Unknown { len, offset } => {
+                    let pending = if in_fragmented { self.scratch.len() } else { 0 };
+                    self.report(offset, (len + pending) as u64, "unknown record type")?;
+                    in_fragmented = false;
+                    self.scratch.clear();
+                }
+                Physical::Skipped => {
+                    if in_fragmented {
+                        let bytes = self.scratch.len() as u64;
+                        self.report(record_offset, bytes, "error in middle of record")?;
+                        in_fragmented = false;
+                        self.scratch.clear();
+                    }
+                }
+                Physical::Eof => {
+                    // A fragmented record cut off by the end of the file: the writer died while
+                    // writing it. That is not corruption.
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    fn report(&mut self, offset: u64, dropped_bytes: u64, reason: &'static str) -> Result<()> {
+        match self.mode {
+            ReadMode::Strict => Err(Error::corruption(
+                &self.path,
+                offset,
+                format!("{reason} ({dropped_bytes} bytes dropped)"),
+            )),
+            ReadMode::Tolerant => {
+                self.corruptions.push(LogCorruption {
+                    offset,
+                    dropped_bytes,
+                    reason,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn buffer_offset(&self, pos: usize) -> u64 {
+        self.end_of_buffer_offset - (self.buffer.len() - pos) as u64
+    }
+
+    /// Reads the next block into the buffer. Sets `eof` on a short read.
+    fn fill_block(&mut self) -> Result<()> {
+        self.buffer.resize(BLOCK_SIZE, 0);
+        let mut filled = 0;
+        while filled < BLOCK_SIZE {
+            let n = self.file.read(&mut self.buffer[filled..])?;
+            if n == 0 {
+                self.eof = true;
+                break;
+            }
+            filled += n;
+        }
+        self.buffer.truncate(filled);
+        self.pos = 0;
+        self.end_of_buffer_offset += filled as u64;
+        Ok(())
+    }
+
+    /// Drops the rest of the current block.
+    fn drop_block_rest(&mut self) -> u64 {
+        let dropped = (self.buffer.len() - self.pos) as u64;
+        self.pos = self.buffer.len();
+        dropped
+    }
+
+    fn read_physical(&mut self) -> Result<Physical> {
+        loop {
+            if self.buffer.len() - self.pos < HEADER_SIZE {
+                if self.eof {
+                    // Fewer than 7 bytes at the end of the file: a header torn by a crash, or
+                    // nothing at all.
+                    self.pos = self.buffer.len();
+                    return Ok(Physical::Eof);
+                }
+                // The rest of the block is the trailer.
+                self.fill_block()?;
+                continue;
+            }
+            let header = &self.buffer[self.pos..self.pos + HEADER_SIZE];
+            let stored_crc = decode_fixed32(header).expect("header holds 7 bytes");
+            let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
+            let type_byte = header[6];
+            let offset = self.buffer_offset(self.pos);
+            let available = self.buffer.len() - self.pos;
+            if HEADER_SIZE + len > available {
+                let dropped = self.drop_block_rest();
+                if self.eof {
+                    // The payload was cut off by the end of the file: the writer died.
+                    return Ok(Physical::Eof);
+                }
+                self.report(offset, dropped, "bad record length")?;
+                return Ok(Physical::Skipped);
+            }
+            if type_byte == RecordType::Zero as u8 && len == 0 {
+                // Preallocated space: skip the rest of the block silently.
+                self.drop_block_rest();
+                return Ok(Physical::Skipped);
+            }
+            let start = self.pos + HEADER_SIZE;
+            let end = start + len;
+            let actual = crc32c_extend(crc32c(&[type_byte]), &self.buffer[start..end]);
+            if unmask_crc(stored_crc) != actual {
+                // The length itself may be what is damaged, so nothing after it in this block
+                // can be trusted.
+                let dropped = self.drop_block_rest();
+                self.report(offset, dropped, "checksum mismatch")?;
+                return Ok(Physical::Skipped);
+            }
+            self.pos = end;
+            return Ok(match RecordType::from_byte(type_byte) {
+                Some(RecordType::Zero) | None => Physical::Unknown {
+                    len: HEADER_SIZE + len,
+                    offset,
+                },
+                Some(kind) => Physical::Fragment {
+                    kind,
+                    start,
+                    end,
+                    offset,
+                },
+            });
+        }
+    }
+}

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! The log's corruption matrix: one behaviour per test.
+
+use std::path::Path;
+
+use super::*;
+use crate::coding::{crc32c, mask_crc};
+use crate::env::{read_file_to_vec, write_file, Env, MemEnv};
+use crate::error::Error;
+
+const PATH: &str = "/000007.log";
+
+fn write_log(records: &[Vec<u8>]) -> Vec<u8> {
+    let env = MemEnv::new();
+    let mut w = LogWriter::new(env.new_writable_file(Path::new(PATH)).unwrap());
+    for r in records {
+        w.add_record(r).unwrap();
+    }
+    read_file_to_vec(&env, Path::new(PATH)).unwrap()
+}
+
+fn read_log(bytes: &[u8], mode: ReadMode) -> (Vec<Vec<u8>>, Vec<LogCorruption>, Option<Error>) {
+    let env = MemEnv::new();
+    write_file(&env, Path::new(PATH), bytes, false).unwrap();
+    let file = env.new_sequential_file(Path::new(PATH)).unwrap();
+    let mut r = LogReader::new(file, Path::new(PATH), mode);
+    let mut out = Vec::new();
+    loop {
+        match r.next_record() {
+            Ok(Some(rec)) => out.push(rec.to_vec()),
+            Ok(None) => return (out, r.corruptions().to_vec(), None),
+            Err(e) => return (out, r.corruptions().to_vec(), Some(e)),
+        }
+    }
+}
+
+fn big(n: usize, seed: u8) -> Vec<u8> {
+    (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+}
+
+/// Rewrites the CRC of the physical record at `offset` after its bytes were edited.
+fn fix_crc(bytes: &mut [u8], offset: usize) {
+    let len = u16::from_le_bytes([bytes[offset + 4], bytes[offset + 5]]) as usize;
+    let crc = crc32c(&bytes[offset + 6..offset + HEADER_SIZE + len]);
+    bytes[offset..offset + 4].copy_from_slice(&mask_crc(crc).to_le_bytes());
+}
+
+#[test]
+fn records_of_every_size_round_trip() {
+    let records: Vec<Vec<u8>> = [0, 1, 100, BLOCK_SIZE - 14, BLOCK_SIZE, 3 * BLOCK_SIZE + 17, 5]
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| big(n, i as u8))
+        .collect();
+    let bytes = write_log(&records);
+    let (out, corruptions, err) = read_log(&bytes, ReadMode::Strict);
+    assert!(err.is_none() && corruptions.is_empty());
+    assert_eq!(out, records);
+}
+
+#[test]
+fn full_record_bytes_match_leveldb() {
+    assert_eq!(
+        write_log(&[b"hello".to_vec()]),
+        [0x0b, 0xb9, 0x57, 0x58, 0x05, 0x00, 0x01, b'h', b'e', b'l', b'l', b'o']
+    );
+}
+
+#[test]
+fn exactly_seven_bytes_left_gets_an_empty_first_fragment() {
+    // 32761 - 7 payload bytes leave exactly 7 bytes in block 0.
+    let bytes = write_log(&[big(BLOCK_SIZE - 2 * HEADER_SIZE, 1), b"small".to_vec()]);
+    let at = BLOCK_SIZE - HEADER_SIZE;
+    assert_eq!(&bytes[at..BLOCK_SIZE], &[0x64, 0x51, 0xd0, 0xe9, 0x00, 0x00, 0x02]);
+    assert_eq!(bytes[BLOCK_SIZE + 6], RecordType::Last as u8);
+    let (out, _, err) = read_log(&bytes, ReadMode::Strict);
+    assert!(err.is_none());
+    assert_eq!(out[1], b"small");
+}
+
+#[test]
+fn fewer_than_seven_bytes_left_are_zero_filled() {
+    let bytes = write_log(&[big(BLOCK_SIZE - HEADER_SIZE - 3, 1), b"next".to_vec()]);
+    assert_eq!(&bytes[BLOCK_SIZE - 3..BLOCK_SIZE], &[0, 0, 0]);
+    assert_eq!(bytes.len(), BLOCK_SIZE + HEADER_SIZE + 4);
+    let (out, _, err) = read_log(&bytes, ReadMode::Strict);
+    assert!(err.is_none());
+    assert_eq!(out.len(), 2);
+}
+
+#[test]
+fn writer_appending_to_an_existing_log_continues_its_block() {
+    let env = MemEnv::new();
+    let path = Path::new(PATH);
+    let mut w = LogWriter::new(env.new_writable_file(path).unwrap());
+    w.add_record(&big(BLOCK_SIZE - 10, 3)).unwrap();
+    let len = w.file_len();
+    drop(w);
+    let mut w = LogWriter::with_existing_len(env.new_appendable_file(path).unwrap(), len);
+    w.add_record(b"after reopen").unwrap();
+    let bytes = read_file_to_vec(&env, path).unwrap();
+    let (out, _, err) = read_log(&bytes, ReadMode::Strict);
+    assert!(err.is_none());
+    assert_eq!(out[1], b"after reopen");
+}
+
+#[test]
+fn truncated_tail_header_is_the_end_of_the_log() {
+    let mut bytes = write_log(&[b"first".to_vec(), b"second".to_vec()]);
+    bytes.truncate(12 + 4);
+    let (out, corruptions, err) = read_log(&bytes, ReadMode::Strict);
+    assert!(err.is_none() && corruptions.is_empty());
+    assert_eq!(out, vec![b"first".to_vec()]);
+}
+
+#[test]
+fn truncated_tail_payload_is_the_end_of_the_log() {
+    let mut bytes = write_log(&[b"first".to_vec(), big(1000, 2)]);
+    bytes.truncate(bytes.len() - 1);
+    let (out, corruptions, err) = read_log(&bytes, ReadMode::Strict);
+    assert!(err.is_none() && corruptions.is_empty());
+    assert_eq!(out, vec![b"first".to_vec()]);
+}
+
+#[test]
+fn fragmented_record_cut_off_at_the_end_is_dropped_silently() {
+    let mut bytes = write_log(&[b"first".to_vec(), big(3 * BLOCK_SIZE, 2)]);
+    bytes.truncate(2 * BLOCK_SIZE + 100);
+    let (out, corruptions, err) = read_log(&bytes, ReadMode::Strict);
+    assert!(err.is_none() && corruptions.is_empty());
+    assert_eq!(out, vec![b"first".to_vec()]);
+}
+
+#[test]
+fn bad_checksum_in_strict_mode_is_an_error_naming_file_and_offset() {
+    let mut bytes = write_log(&[b"first".to_vec(), b"second".to_vec()]);
+    bytes[12 + HEADER_SIZE] ^= 1;
+    let (out, _, err) = read_log(&bytes, ReadMode::Strict);
+    assert_eq!(out, vec![b"first".to_vec()]);
+    let err = err.expect("corruption");
+    match &err {
+        Error::Corruption { file, offset, reason } => {
+            assert_eq!(file, Path::new(PATH));
+            assert_eq!(*offset, 12);
+            assert!(reason.contains("checksum mismatch"), "{reason}");
+        }
+        other => panic!("unexpected {other}"),
+    }
+}
+
+#[test]
+fn bad_checksum_in_tolerant_mode_drops_the_rest_of_the_block_and_goes_on() {
+    let records = vec![b"a".to_vec(), b"b".to_vec(), big(BLOCK_SIZE, 5), b"z".to_vec()];
+    let mut bytes = write_log(&records);
+    bytes[8 + HEADER_SIZE] ^= 0x80; // record "b", in block 0
+    let (out, corruptions, err) = read_log(&bytes, ReadMode::Tolerant);
+    assert!(err.is_none());
+    // "b" and the FIRST fragment of the big record share block 0 and are lost; the big record's
+    // later fragments are reported as orphans; "z" survives.
+    assert_eq!(out, vec![b"a".to_vec(), b"z".to_vec()]);
+    assert_eq!(corruptions[0].reason, "checksum mismatch");
+    assert_eq!(corruptions[0].offset, 8);
+    assert_eq!(corruptions[0].dropped_bytes, BLOCK_SIZE as u64 - 8);
+    assert!(corruptions[1..]
+        .iter()
+        .all(|c| c.reason == "missing start of fragmented record"));
+}
+
+#[test]
+fn bad_length_inside_the_file_is_corruption() {
+    let mut bytes = write_log(&[b"a".to_vec(), big(BLOCK_SIZE, 1), b"end".to_vec()]);
+    // Claim the first record is longer than the rest of its block.
+    bytes[4..6].copy_from_slice(&0xfff0u16.to_le_bytes());
+    let (out, corruptions, err) = read_log(&bytes, ReadMode::Tolerant);
+    assert!(err.is_none());
+    assert_eq!(corruptions[0].reason, "bad record length");
+    assert_eq!(out.last().unwrap(), b"end");
+    let (_, _, err) = read_log(&bytes, ReadMode::Strict);
+    assert!(err.unwrap().to_string().contains("bad record length"));
+}
+
+#[test]
+fn unknown_record_type_is_corruption() {
+    let mut bytes = write_log(&[b"a".to_vec(), b"b".to_vec()]);
+    bytes[6] = 9;
+    fix_crc(&mut bytes, 0);
+    let (out, corruptions, _) = read_log(&bytes, ReadMode::Tolerant);
+    assert_eq!(out, vec![b"b".to_vec()]);
+    assert_eq!(corruptions.len(), 1);
+    assert_eq!(corruptions[0].reason, "unknown record type");
+    assert_eq!(corruptions[0].dropped_bytes, 8);
+}
+
+#[test]
+fn middle_fragment_without_first_is_corruption() {
+    let mut bytes = write_log(&[b"a".to_vec(), b"b".to_vec()]);
+    bytes[6] = RecordType::Middle as u8;
+    fix_crc(&mut bytes, 0);
+    let (out, corruptions, _) = read_log(&bytes, ReadMode::Tolerant);
+    assert_eq!(out, vec![b"b".to_vec()]);
+    assert_eq!(corruptions[0].reason, "missing start of fragmented record");
+}
+
+#[test]
+fn last_fragment_without_first_is_corruption() {
+    let mut bytes = write_log(&[b"a".to_vec(), b"b".to_vec()]);
+    bytes[6] = RecordType::Last as u8;
+    fix_crc(&mut bytes, 0);
+    let (_, _, err) = read_log(&bytes, ReadMode::Strict);
+    assert!(err.unwrap().is_corruption());
+}
+
+#[test]
+fn first_fragment_followed_by_full_reports_the_partial_record() {
+    let mut bytes = write_log(&[b"aaaa".to_vec(), b"b".to_vec()]);
+    bytes[6] = RecordType::First as u8;
+    fix_crc(&mut bytes, 0);
+    let (out, corruptions, _) = read_log(&bytes, ReadMode::Tolerant);
+    assert_eq!(out, vec![b"b".to_vec()]);
+    assert_eq!(corruptions[0].reason, "partial record without end");
+    assert_eq!(corruptions[0].dropped_bytes, 4);
+}
+
+#[test]
+fn zero_filled_preallocated_space_is_skipped() {
+    let mut bytes = write_log(&[b"a".to_vec()]);
+    bytes.resize(BLOCK_SIZE, 0);
+    bytes.extend(write_log(&[b"next block".to_vec()]));
+    let (out, corruptions, err) = read_log(&bytes, ReadMode::Strict);
+    assert!(err.is_none() && corruptions.is_empty());
+    assert_eq!(out, vec![b"a".to_vec(), b"next block".to_vec()]);
+}
+
+#[test]
+fn garbage_never_panics() {
+    let mut state = 0x1234_5678_u32;
+    for len in [0usize, 1, 6, 7, 8, 100, BLOCK_SIZE - 1, BLOCK_SIZE + 9, 3 * BLOCK_SIZE] {
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (state >> 24) as u8
+            })
+            .collect();
+        let _ = read_log(&bytes, ReadMode::Tolerant);
+        let _ = read_log(&bytes, ReadMode::Strict);
+    }
+}
+
+#[test]
+fn every_truncation_yields_a_prefix_of_the_records() {
+    let records = vec![b"one".to_vec(), big(40_000, 1), b"three".to_vec(), big(70_000, 2)];
+    let bytes = write_log(&records);
+    for cut in (0..bytes.len()).step_by(997).chain([bytes.len()]) {
+        let (out, corruptions, err) = read_log(&bytes[..cut], ReadMode::Strict);
+        assert!(err.is_none(), "cut at {cut}: {err:?}");
+        assert!(corruptions.is_empty());
+        assert_eq!(out[..], records[..out.len()], "cut at {cut}");
+    }
+}
