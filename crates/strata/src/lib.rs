@@ -9,6 +9,7 @@ pub mod coding;
 mod comparator;
 pub mod env;
 mod error;
+pub mod filter;
 pub mod key;
 pub mod log;
 
