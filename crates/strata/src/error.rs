@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The result type of every fallible strata operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -25,7 +26,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// assert!(e.is_corruption());
 /// assert_eq!(e.to_string(), "corruption in /db/000005.ldb at offset 4096: bad block checksum");
 /// ```
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The operating system (or the [`Env`](crate::Env)) failed an I/O operation on `path`.
@@ -35,9 +36,9 @@ pub enum Error {
         path: PathBuf,
         /// What was being done, for example `"open"` or `"sync"`.
         op: &'static str,
-        /// The underlying error.
+        /// The underlying error, shared so that one failure can be reported to many callers.
         #[source]
-        source: io::Error,
+        source: Arc<io::Error>,
     },
     /// Bytes read from `file` at `offset` do not follow the format.
     #[error("corruption in {} at offset {offset}: {reason}", file.display())]
@@ -69,7 +70,7 @@ impl Error {
         Error::Io {
             path: path.into(),
             op,
-            source,
+            source: Arc::new(source),
         }
     }
 

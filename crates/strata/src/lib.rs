@@ -10,8 +10,10 @@ mod comparator;
 pub mod env;
 mod error;
 pub mod filter;
+pub mod iter;
 pub mod key;
 pub mod log;
+pub mod table;
 
 pub use comparator::{bytewise, BytewiseComparator, Comparator};
 pub use env::{CrashMode, Env, MemEnv, PosixEnv};

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! The cursor contract every internal iterator follows (blocks, tables, and later memtables,
+//! levels and merges).
+
+use crate::error::Result;
+
+/// A cursor over sorted key-value entries.
+///
+/// Contract:
+/// 1. A new cursor is not positioned: `valid()` is false until a seek.
+/// 2. `seek(target)` positions at the first entry whose key is `>= target`, or makes the
+///    cursor invalid if there is none.
+/// 3. `next` and `prev` require `valid()`. Moving past either end makes the cursor invalid.
+/// 4. `key` and `value` require `valid()`; the slices they return stay valid until the cursor
+///    moves.
+/// 5. When the cursor meets an error (corruption, I/O), it becomes invalid and `status`
+///    returns the error from then on. An invalid cursor with an `Ok` status has simply run out
+///    of entries.
+pub trait InternalIterator {
+    /// True if the cursor is on an entry.
+    fn valid(&self) -> bool;
+    /// Moves to the first entry.
+    fn seek_to_first(&mut self);
+    /// Moves to the last entry.
+    fn seek_to_last(&mut self);
+    /// Moves to the first entry with key `>= target`.
+    fn seek(&mut self, target: &[u8]);
+    /// Moves to the next entry.
+    fn next(&mut self);
+    /// Moves to the previous entry.
+    fn prev(&mut self);
+    /// The current key.
+    fn key(&self) -> &[u8];
+    /// The current value.
+    fn value(&self) -> &[u8];
+    /// The first error met, if any.
+    fn status(&self) -> Result<()>;
+}
+
+#[cfg(test)]
+pub(crate) mod contract;

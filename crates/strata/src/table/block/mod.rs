@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`Block`]: a parsed, immutable block, and [`BlockIter`], its cursor.
+//!
+//! The layout is described in [`block_builder`](super::block_builder). A block is checked when
+//! it is parsed: its restart array must fit, and every restart offset must point inside the
+//! entry region, in ascending order. Entries are checked as they are decoded; a malformed entry
+//! stops the iterator with a corruption error naming the file and offset.
+
+use std::cmp::Ordering;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::coding::{decode_fixed32, decode_varint32};
+use crate::comparator::Comparator;
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+
+/// A parsed block.
+///
+/// Invariants:
+/// 1. `restarts_offset + 4 * num_restarts + 4 == data.len()`.
+/// 2. If the block has entries, every restart offset is `< restarts_offset`, and they ascend.
+/// 3. If the block has entries, the first restart offset is 0.
+pub struct Block {
+    data: Box<[u8]>,
+    restarts_offset: usize,
+    num_restarts: usize,
+    /// The file the block came from, and the block's offset in it, for error messages.
+    file: Arc<Path>,
+    file_offset: u64,
+}
+
+impl std::fmt::Debug for Block {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Block")
+            .field("size", &self.data.len())
+            .field("num_restarts", &self.num_restarts)
+            .field("file", &self.file)
+            .field("file_offset", &self.file_offset)
+            .finish()
+    }
+}
+
+impl Block {
+    /// Parses a block read from `file` at `file_offset`.
+    ///
+    /// # Errors
+    /// Corruption if the restart array does not fit in the block or points outside its entries.
+    pub fn new(data: Vec<u8>, file: Arc<Path>, file_offset: u64) -> Result<Block> {
+        let corrupt = |reason: &'static str| Error::corruption(&*file, file_offset, reason);
+        let len = data.len();
+        if len < 4 {
+            return Err(corrupt("block is too short for its restart count"));
+        }
+        let num_restarts = decode_fixed32(&data[len - 4..]).expect("4 bytes") as usize;
+        if num_restarts > (len - 4) / 4 {
+            return Err(corrupt("block's restart array is larger than the block"));
+        }
+        let restarts_offset = len - 4 - 4 * num_restarts;
+        let mut previous = None;
+        // A block with no entries has nothing to point at (LevelDB writes one restart, 0).
+        let checked_restarts = if restarts_offset == 0 { 0 } else { num_restarts };
+        for i in 0..checked_restarts {
+            let r = decode_fixed32(&data[restarts_offset + 4 * i..]).expect("in bounds") as usize;
+            if r >= restarts_offset || previous.is_some_and(|p| r <= p) {
+                return Err(corrupt("block's restart array points outside its entries"));
+            }
+            previous = Some(r);
+        }
+        let first_restart = (num_restarts > 0)
+            .then(|| decode_fixed32(&data[restarts_offset..]).expect("in bounds"));
+        if restarts_offset > 0 && first_restart != Some(0) {
+            return Err(corrupt("block's first entry is not a restart point"));
+        }
+        Ok(Block {
+            data: data.into_boxed_slice(),
+            restarts_offset,
+            num_restarts,
+            file,
+            file_offset,
+        })
+    }
+
+    /// The block's size in bytes, as charged to the block cache.
+    pub fn size(&self) -> usize {
+        self.data.len()
+    }
+
+    /// A cursor over the block's entries, ordered by `comparator`.
+    pub fn iter(self: &Arc<Self>, comparator: Arc<dyn Comparator>) -> BlockIter {
+        BlockIter::new(self.clone(), comparator)
+    }
+
+    fn restart_point(&self, index: usize) -> usize {
+        debug_assert!(index < self.num_restarts);
+        decode_fixed32(&self.data[self.restarts_offset + 4 * index..]).expect("invariant 1")
+            as usize
+    }
+
+    fn corruption(&self, offset: usize, reason: &'static str) -> Error {
+        Error::corruption(&*self.file, self.file_offset + offset as u64, reason)
+    }
+}
+
+/// The decoded header of one entry.
+#[derive(Debug, Clone, Copy)]
+struct EntryHeader {
+    shared: usize,
+    non_shared: usize,
+    value_len: usize,
+    /// Offset of the key delta; the value follows it.
+    key_delta: usize,
+}
+
+impl EntryHeader {
+    fn value_start(&self) -> usize {
+        self.key_delta + self.non_shared
+    }
+
+    fn end(&self) -> usize {
+        self.value_start() + self.value_len
+    }
+}
+
+/// Decodes the header of the entry at `offset`, checking that the whole entry ends by `limit`.
+#[inline]
+fn decode_entry(data: &[u8], offset: usize, limit: usize) -> Option<EntryHeader> {
+    let src = data.get(offset..limit)?;
+    let (shared, non_shared, value_len, header_len) =
+        if src.len() >= 3 && (src[0] | src[1] | src[2]) < 0x80 {
+            // Fast path: all three lengths fit in one byte each.
+            (src[0] as usize, src[1] as usize, src[2] as usize, 3)
+        } else {
+            let (shared, a) = decode_varint32(src)?;
+            let (non_shared, b) = decode_varint32(&src[a..])?;
+            let (value_len, c) = decode_varint32(&src[a + b..])?;
+            (shared as usize, non_shared as usize, value_len as usize, a + b + c)
+        };
+    if src.len() - header_len < non_shared.checked_add(value_len)? {
+        return None;
+    }
+    Some(EntryHeader {
+        shared,
+        non_shared,
+        value_len,
+        key_delta: offset + header_len,
+    })
+}
+
+/// One entry of the restart run cached for backward iteration.
+#[derive(Debug, Clone, Copy)]
+struct RunEntry {
+    offset: usize,
+    next_offset: usize,
+    key_end: usize,
+    value_start: usize,
+    value_len: usize,
+}
+
+/// A cursor over a [`Block`].
+///
+/// Moving forward decodes one entry per step into a reused key buffer. Moving backward decodes
+/// the whole restart run before the current entry once, into reused buffers, and then steps
+/// back through it without decoding again; so a backward scan costs about what a forward scan
+/// does, and neither allocates per entry once the buffers have grown.
+pub struct BlockIter {
+    block: Arc<Block>,
+    comparator: Arc<dyn Comparator>,
+    /// Offset of the current entry; `restarts_offset` when the cursor is not on an entry.
+    current: usize,
+    /// Offset just past the current entry.
+    next_offset: usize,
+    /// The restart run the current entry belongs to.
+    restart_index: usize,
+    key: Vec<u8>,
+    value_start: usize,
+    value_len: usize,
+    error: Option<Error>,
+    /// Keys of the cached run, back to back, and the run's entries. `run_pos` is the current
+    /// entry's index in `run`, when the cursor got there backward; `None` otherwise.
+    run_keys: Vec<u8>,
+    run: Vec<RunEntry>,
+    run_pos: Option<usize>,
+}
+
+impl BlockIter {
+    fn new(block: Arc<Block>, comparator: Arc<dyn Comparator>) -> Self {
+        let end = block.restarts_offset;
+        BlockIter {
+            block,
+            comparator,
+            current: end,
+            next_offset: end,
+            restart_index: 0,
+            key: Vec::new(),
+            value_start: 0,
+            value_len: 0,
+            error: None,
+            run_keys: Vec::new(),
+            run: Vec::new(),
+            run_pos: None,
+        }
+    }
+
+    fn invalidate(&mut self) {
+        self.current = self.block.restarts_offset;
+        self.next_offset = self.current;
+        self.run_pos = None;
+    }
+
+    fn fail(&mut self, offset: usize, reason: &'static str) {
+        if self.error.is_none() {
+            self.error = Some(self.block.corruption(offset, reason));
+        }
+        self.invalidate();
+    }
+
+    /// Decodes the entry at `next_offset` onto the current key. Returns false at the end of the
+    /// block or on corruption.
+    fn parse_next(&mut self) -> bool {
+        self.run_pos = None;
+        let offset = self.next_offset;
+        let limit = self.block.restarts_offset;
+        if offset >= limit {
+            self.invalidate();
+            return false;
+        }
+        let Some(h) = decode_entry(&self.block.data, offset, limit) else {
+            self.fail(offset, "bad entry in block");
+            return false;
+        };
+        if h.shared > self.key.len() {
+            self.fail(offset, "block entry shares more than the previous key");
+            return false;
+        }
+        self.key.truncate(h.shared);
+        self.key
+            .extend_from_slice(&self.block.data[h.key_delta..h.value_start()]);
+        self.current = offset;
+        self.next_offset = h.end();
+        self.value_start = h.value_start();
+        self.value_len = h.value_len;
+        while self.restart_index + 1 < self.block.num_restarts
+            && self.block.restart_point(self.restart_index + 1) <= offset
+        {
+            self.restart_index += 1;
+        }
+        true
+    }
+
+    fn seek_to_restart(&mut self, index: usize) {
+        self.key.clear();
+        self.restart_index = index;
+        self.next_offset = self.block.restart_point(index);
+        self.run_pos = None;
+    }
+
+    /// The key stored whole at restart point `index`, without copying.
+    fn restart_key(&self, index: usize) -> Option<&[u8]> {
+        let offset = self.block.restart_point(index);
+        let h = decode_entry(&self.block.data, offset, self.block.restarts_offset)?;
+        if h.shared != 0 {
+            return None;
+        }
+        Some(&self.block.data[h.key_delta..h.value_start()])
+    }
+
+    /// Decodes every entry of the restart run that holds the entry just before `before`, up to
+    /// `before`, into the run cache, and moves to the last of them.
+    fn load_run_before(&mut self, before: usize) {
+        if before == 0 || self.block.num_restarts == 0 {
+            self.invalidate();
+            return;
+        }
+        // The run holding the entry before `before` starts at the last restart point < before.
+        let mut index = self.restart_index.min(self.block.num_restarts - 1);
+        while index > 0 && self.block.restart_point(index) >= before {
+            index -= 1;
+        }
+        while index + 1 < self.block.num_restarts && self.block.restart_point(index + 1) < before
+        {
+            index += 1;
+        }
+        self.run.clear();
+        self.run_keys.clear();
+        let limit = self.block.restarts_offset;
+        let mut offset = self.block.restart_point(index);
+        let mut prev_key_start = 0;
+        while offset < before {
+            let Some(h) = decode_entry(&self.block.data, offset, limit) else {
+                self.fail(offset, "bad entry in block");
+                return;
+            };
+            let prev_len = self.run_keys.len() - prev_key_start;
+            if h.shared > prev_len {
+                self.fail(offset, "block entry shares more than the previous key");
+                return;
+            }
+            let key_start = self.run_keys.len();
+            self.run_keys
+                .extend_from_within(prev_key_start..prev_key_start + h.shared);
+            self.run_keys
+                .extend_from_slice(&self.block.data[h.key_delta..h.value_start()]);
+            self.run.push(RunEntry {
+                offset,
+                next_offset: h.end(),
+                key_end: self.run_keys.len(),
+                value_start: h.value_start(),
+                value_len: h.value_len,
+            });
+            prev_key_start = key_start;
+            offset = h.end();
+        }
+        if offset != before {
+            // The run's entries do not end where the next entry starts.
+            self.fail(offset, "bad entry in block");
+            return;
+        }
+        let Some(last) = self.run.len().checked_sub(1) else {
+            self.invalidate();
+            return;
+        };
+        self.restart_index = index;
+        self.set_run_position(last);
+    }
+
+    fn set_run_position(&mut self, pos: usize) {
+        let entry = self.run[pos];
+        let key_start = if pos == 0 { 0 } else { self.run[pos - 1].key_end };
+        self.key.clear();
+        self.key
+            .extend_from_slice(&self.run_keys[key_start..entry.key_end]);
+        self.current = entry.offset;
+        self.next_offset = entry.next_offset;
+        self.value_start = entry.value_start;
+        self.value_len = entry.value_len;
+        self.run_pos = Some(pos);
+    }
+}
+
+impl InternalIterator for BlockIter {
+    fn valid(&self) -> bool {
+        self.current < self.block.restarts_offset
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.block.num_restarts == 0 {
+            self.invalidate();
+            return;
+        }
+        self.seek_to_restart(0);
+        self.parse_next();
+    }
+
+    fn seek_to_last(&mut self) {
+        let end = self.block.restarts_offset;
+        self.restart_index = self.block.num_restarts.saturating_sub(1);
+        self.load_run_before(end);
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if self.block.num_restarts == 0 {
+            self.invalidate();
+            return;
+        }
+        // Find the last restart point whose key is < target.
+        let (mut left, mut right) = (0, self.block.num_restarts - 1);
+        while left < right {
+            let mid = left + (right - left).div_ceil(2);
+            let Some(mid_key) = self.restart_key(mid) else {
+                let offset = self.block.restart_point(mid);
+                self.fail(offset, "bad restart entry in block");
+                return;
+            };
+            if self.comparator.compare(mid_key, target) == Ordering::Less {
+                left = mid;
+            } else {
+                right = mid - 1;
+            }
+        }
+        self.seek_to_restart(left);
+        while self.parse_next() {
+            if self.comparator.compare(&self.key, target) != Ordering::Less {
+                return;
+            }
+        }
+    }
+
+    fn next(&mut self) {
+        debug_assert!(self.valid());
+        match self.run_pos {
+            Some(pos) if pos + 1 < self.run.len() => self.set_run_position(pos + 1),
+            _ => {
+                self.parse_next();
+            }
+        }
+    }
+
+    fn prev(&mut self) {
+        debug_assert!(self.valid());
+        match self.run_pos {
+            Some(pos) if pos > 0 => self.set_run_position(pos - 1),
+            _ => self.load_run_before(self.current),
+        }
+    }
+
+    fn key(&self) -> &[u8] {
+        debug_assert!(self.valid());
+        &self.key
+    }
+
+    fn value(&self) -> &[u8] {
+        debug_assert!(self.valid());
+        &self.block.data[self.value_start..self.value_start + self.value_len]
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
