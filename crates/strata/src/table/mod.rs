@@ -5,6 +5,7 @@
 
 mod block;
 pub mod block_builder;
+pub mod filter_block;
 pub mod format;
 
 pub use block::{Block, BlockIter};
