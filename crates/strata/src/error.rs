@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The result type of every fallible strata operation.
@@ -106,26 +106,4 @@ impl Error {
     pub fn is_not_found(&self) -> bool {
         matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
     }
-
-    /// Places a corruption found in a buffer into its file: sets the file name and adds `base` to
-    /// the offset. Other errors are returned unchanged.
-    pub(crate) fn in_file(self, file: &Path, base: u64) -> Error {
-        match self {
-            Error::Corruption {
-                file: f,
-                offset,
-                reason,
-            } if f.as_os_str().is_empty() => Error::Corruption {
-                file: file.to_path_buf(),
-                offset: base + offset,
-                reason,
-            },
-            other => other,
-        }
-    }
-}
-
-/// A corruption in an in-memory buffer, to be placed into its file with [`Error::in_file`].
-pub(crate) fn buffer_corruption(offset: usize, reason: &'static str) -> Error {
-    Error::corruption(PathBuf::new(), offset as u64, reason)
 }

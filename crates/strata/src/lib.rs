@@ -5,6 +5,7 @@
 //! interface ([`Env`]), the write-ahead log ([`log`]), sorted tables ([`table`]), bloom filters
 //! ([`filter`]) and caches ([`cache`]).
 
+pub mod cache;
 pub mod coding;
 mod comparator;
 pub mod env;

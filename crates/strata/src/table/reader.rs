@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`Table`]: an open table file, and [`TableIter`], its cursor.
+//!
+//! Opening a table reads its footer, index block and (with a filter policy) its metaindex and
+//! filter block, verifying their checksums. Data blocks are read on demand, through the block
+//! cache when there is one. Everything read is checked: handles against the file's size,
+//! checksums (when asked), block structure. Damage is a corruption error naming the file and
+//! the offset of the damaged block.
+//!
+//! Locking: a `Table` is immutable after open and shared by `Arc`; reads are positional and need
+//! no lock. The block cache has its own locks.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::block::{Block, BlockIter};
+use super::filter_block::FilterBlockReader;
+use super::format::{read_block, read_footer, BlockHandle, FOOTER_SIZE};
+use super::TableOptions;
+use crate::cache::BlockCache;
+use crate::coding::Decoder;
+use crate::comparator::{BytewiseComparator, Comparator};
+use crate::env::RandomAccessFile;
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{user_key, InternalKeyComparator};
+
+/// How one read treats blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockReadOptions {
+    /// Verify the checksum of every data block read from the file.
+    pub verify_checksums: bool,
+    /// Put blocks read from the file into the block cache.
+    pub fill_cache: bool,
+}
+
+impl Default for BlockReadOptions {
+    /// Verify checksums (strata's default, unlike LevelDB's) and fill the cache.
+    fn default() -> Self {
+        BlockReadOptions {
+            verify_checksums: true,
+            fill_cache: true,
+        }
+    }
+}
+
+/// An open table.
+///
+/// # Example
+///
+/// ```
+/// use std::path::Path;
+/// use std::sync::Arc;
+/// use strata::{Env, MemEnv};
+/// use strata::key::{append_internal_key, ValueKind};
+/// use strata::table::{BlockReadOptions, Table, TableBuilder, TableOptions};
+///
+/// let env = MemEnv::new();
+/// let path = Path::new("/000005.ldb");
+/// let mut builder = TableBuilder::new(TableOptions::default(), env.new_writable_file(path).unwrap());
+/// let mut key = Vec::new();
+/// append_internal_key(&mut key, b"apple", 1, ValueKind::Value);
+/// builder.add(&key, b"red").unwrap();
+/// let size = builder.finish(true).unwrap();
+///
+/// let file = env.new_random_access_file(path).unwrap();
+/// let table = Arc::new(Table::open(TableOptions::default(), file, path, size, None).unwrap());
+/// let value = table.get(&BlockReadOptions::default(), &key, |_k, v| v.to_vec()).unwrap();
+/// assert_eq!(value.as_deref(), Some(&b"red"[..]));
+/// ```
+pub struct Table {
+    file: Arc<dyn RandomAccessFile>,
+    path: Arc<Path>,
+    /// The offset of the footer: every block must end by here.
+    data_end: u64,
+    icmp: Arc<dyn Comparator>,
+    index: Arc<Block>,
+    metaindex_offset: u64,
+    filter: Option<FilterBlockReader>,
+    cache: Option<Arc<BlockCache>>,
+    /// This table's key space in the block cache.
+    cache_id: u64,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("path", &self.path)
+            .field("size", &(self.data_end + FOOTER_SIZE as u64))
+            .finish()
+    }
+}
+
+impl Table {
+    /// Opens the table in `file`, which is `file_size` bytes long (the size the MANIFEST
+    /// records). `path` names it in errors.
+    ///
+    /// # Errors
+    /// Corruption if the footer, index, metaindex or filter block is damaged; an I/O error if
+    /// reading fails.
+    pub fn open(
+        options: TableOptions,
+        file: Arc<dyn RandomAccessFile>,
+        path: &Path,
+        file_size: u64,
+        cache: Option<Arc<BlockCache>>,
+    ) -> Result<Table> {
+        let footer = read_footer(&*file, path, file_size)?;
+        let data_end = file_size - FOOTER_SIZE as u64;
+        let path: Arc<Path> = Arc::from(path);
+        let index_data = read_block(&*file, &path, data_end, footer.index, true)?;
+        let index = Arc::new(Block::new(index_data, path.clone(), footer.index.offset)?);
+        let filter = match &options.filter_policy {
+            None => None,
+            Some(policy) => {
+                let name = format!("filter.{}", policy.name());
+                read_meta_entry(&*file, &path, data_end, footer.metaindex, name.as_bytes())?
+                    .map(|handle| -> Result<FilterBlockReader> {
+                        let data = read_block(&*file, &path, data_end, handle, true)?;
+                        Ok(FilterBlockReader::new(policy.clone(), data))
+                    })
+                    .transpose()?
+            }
+        };
+        let cache_id = cache.as_ref().map_or(0, |c| c.new_table_id());
+        Ok(Table {
+            file,
+            path,
+            data_end,
+            icmp: Arc::new(InternalKeyComparator::new(options.comparator)),
+            index,
+            metaindex_offset: footer.metaindex.offset,
+            filter,
+            cache,
+            cache_id,
+        })
+    }
+
+    /// The path the table was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// True if the table has a filter block this reader uses.
+    pub fn has_filter(&self) -> bool {
+        self.filter.is_some()
+    }
+
+    /// Reads the data block at `handle`, from the cache when it is there.
+    fn data_block(&self, handle: BlockHandle, options: &BlockReadOptions) -> Result<Arc<Block>> {
+        if let Some(cache) = &self.cache {
+            if let Some(block) = cache.get(self.cache_id, handle.offset) {
+                return Ok(block);
+            }
+        }
+        let data = read_block(
+            &*self.file,
+            &self.path,
+            self.data_end,
+            handle,
+            options.verify_checksums,
+        )?;
+        let block = Arc::new(Block::new(data, self.path.clone(), handle.offset)?);
+        if options.fill_cache {
+            if let Some(cache) = &self.cache {
+                cache.insert(self.cache_id, handle.offset, block.clone());
+            }
+        }
+        Ok(block)
+    }
+
+    fn decode_handle(&self, index_value: &[u8], index_key_offset: u64) -> Result<BlockHandle> {
+        BlockHandle::decode(index_value).ok_or_else(|| {
+            Error::corruption(&*self.path, index_key_offset, "bad block handle in index")
+        })
+    }
+
+    /// Looks up `internal_key`: finds the first entry at or after it, and if one is in the
+    /// table, returns `found(key, value)` of that entry. The caller checks whether its user key
+    /// is the one it wants. Skips the data block when the filter rules the user key out.
+    pub fn get<R>(
+        &self,
+        options: &BlockReadOptions,
+        internal_key: &[u8],
+        found: impl FnOnce(&[u8], &[u8]) -> R,
+    ) -> Result<Option<R>> {
+        let mut index = self.index.iter(self.icmp.clone());
+        index.seek(internal_key);
+        if !index.valid() {
+            index.status()?;
+            return Ok(None);
+        }
+        let handle = self.decode_handle(index.value(), self.metaindex_offset)?;
+        if let Some(filter) = &self.filter {
+            if !filter.key_may_match(handle.offset, user_key(internal_key)) {
+                return Ok(None);
+            }
+        }
+        let block = self.data_block(handle, options)?;
+        let mut it = block.iter(self.icmp.clone());
+        it.seek(internal_key);
+        if it.valid() {
+            return Ok(Some(found(it.key(), it.value())));
+        }
+        it.status()?;
+        Ok(None)
+    }
+
+    /// A cursor over the table's entries.
+    pub fn iter(self: &Arc<Self>, options: BlockReadOptions) -> TableIter {
+        TableIter {
+            index: self.index.iter(self.icmp.clone()),
+            table: self.clone(),
+            options,
+            data: None,
+            data_offset: None,
+            error: None,
+        }
+    }
+
+    /// The approximate file offset where the data for `internal_key` is, or would be.
+    pub fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
+        let mut index = self.index.iter(self.icmp.clone());
+        index.seek(internal_key);
+        if index.valid() {
+            if let Some(handle) = BlockHandle::decode(index.value()) {
+                return handle.offset;
+            }
+        }
+        // Past the last key (or a damaged index): near the end of the file.
+        self.metaindex_offset
+    }
+}
+
+/// Reads the metaindex block and returns the handle stored under `name`, if any.
+fn read_meta_entry(
+    file: &dyn RandomAccessFile,
+    path: &Arc<Path>,
+    data_end: u64,
+    metaindex: BlockHandle,
+    name: &[u8],
+) -> Result<Option<BlockHandle>> {
+    let data = read_block(file, path, data_end, metaindex, true)?;
+    let block = Arc::new(Block::new(data, path.clone(), metaindex.offset)?);
+    let mut it = block.iter(Arc::new(BytewiseComparator));
+    it.seek(name);
+    if it.valid() && it.key() == name {
+        let mut d = Decoder::new(it.value());
+        return BlockHandle::decode_from(&mut d)
+            .map(Some)
+            .ok_or_else(|| Error::corruption(&**path, metaindex.offset, "bad filter handle"));
+    }
+    it.status()?;
+    Ok(None)
+}
+
+/// A cursor over a table: walks the index block, and the data block each index entry names.
+pub struct TableIter {
+    table: Arc<Table>,
+    options: BlockReadOptions,
+    index: BlockIter,
+    data: Option<BlockIter>,
+    /// The offset of the block `data` iterates.
+    data_offset: Option<u64>,
+    error: Option<Error>,
+}
+
+impl TableIter {
+    /// Loads the data block the index cursor is on (unless it is already loaded).
+    fn load_data_block(&mut self) {
+        if !self.index.valid() {
+            self.data = None;
+            self.data_offset = None;
+            return;
+        }
+        let handle = match self
+            .table
+            .decode_handle(self.index.value(), self.table.metaindex_offset)
+        {
+            Ok(h) => h,
+            Err(e) => return self.fail(e),
+        };
+        if self.data_offset == Some(handle.offset) && self.data.is_some() {
+            return;
+        }
+        match self.table.data_block(handle, &self.options) {
+            Ok(block) => {
+                self.data = Some(block.iter(self.table.icmp.clone()));
+                self.data_offset = Some(handle.offset);
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn fail(&mut self, e: Error) {
+        self.error.get_or_insert(e);
+        self.data = None;
+        self.data_offset = None;
+    }
+
+    /// True if the cursor may move on to another block: no error so far.
+    fn can_continue(&mut self) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        let status = self
+            .data
+            .as_ref()
+            .map_or(Ok(()), |d| d.status())
+            .and(self.index.status());
+        match status {
+            Ok(()) => true,
+            Err(e) => {
+                self.fail(e);
+                false
+            }
+        }
+    }
+
+    fn skip_empty_blocks_forward(&mut self) {
+        while !self.data.as_ref().is_some_and(|d| d.valid()) {
+            if !self.can_continue() || !self.index.valid() {
+                self.data = None;
+                return;
+            }
+            self.index.next();
+            self.load_data_block();
+            if let Some(d) = self.data.as_mut() {
+                d.seek_to_first();
+            }
+        }
+    }
+
+    fn skip_empty_blocks_backward(&mut self) {
+        while !self.data.as_ref().is_some_and(|d| d.valid()) {
+            if !self.can_continue() || !self.index.valid() {
+                self.data = None;
+                return;
+            }
+            self.index.prev();
+            self.load_data_block();
+            if let Some(d) = self.data.as_mut() {
+                d.seek_to_last();
+            }
+        }
+    }
+
+    fn data(&self) -> &BlockIter {
+        self.data.as_ref().expect("requires valid()")
+    }
+}
+
+impl InternalIterator for TableIter {
+    fn valid(&self) -> bool {
+        self.error.is_none() && self.data.as_ref().is_some_and(|d| d.valid())
+    }
+
+    fn seek_to_first(&mut self) {
+        self.index.seek_to_first();
+        self.load_data_block();
+        if let Some(d) = self.data.as_mut() {
+            d.seek_to_first();
+        }
+        self.skip_empty_blocks_forward();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.index.seek_to_last();
+        self.load_data_block();
+        if let Some(d) = self.data.as_mut() {
+            d.seek_to_last();
+        }
+        self.skip_empty_blocks_backward();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.index.seek(target);
+        self.load_data_block();
+        if let Some(d) = self.data.as_mut() {
+            d.seek(target);
+        }
+        self.skip_empty_blocks_forward();
+    }
+
+    fn next(&mut self) {
+        if let Some(d) = self.data.as_mut() {
+            d.next();
+        }
+        self.skip_empty_blocks_forward();
+    }
+
+    fn prev(&mut self) {
+        if let Some(d) = self.data.as_mut() {
+            d.prev();
+        }
+        self.skip_empty_blocks_backward();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.data().key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.data().value()
+    }
+
+    fn status(&self) -> Result<()> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        self.index.status()?;
+        self.data.as_ref().map_or(Ok(()), |d| d.status())
+    }
+}

@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Tables end to end: build, reopen, scan, seek and look up, under many option sets, and under
+//! damage.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::*;
+use crate::cache::BlockCache;
+use crate::env::{read_file_to_vec, write_file, Env, MemEnv};
+use crate::error::Result;
+use crate::filter::BloomFilterPolicy;
+use crate::iter::contract::check_against_model;
+use crate::iter::InternalIterator;
+use crate::key::{append_internal_key, user_key, InternalKeyComparator, ValueKind};
+
+const PATH: &str = "/db/000011.ldb";
+
+fn ikey(user: &[u8], seqno: u64) -> Vec<u8> {
+    let mut k = Vec::new();
+    append_internal_key(&mut k, user, seqno, ValueKind::Value);
+    k
+}
+
+fn model(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    (0..n)
+        .map(|i| {
+            let user = format!("key{:08}", i * 2).into_bytes();
+            let value = format!("{i}:{}", "v".repeat(i % 150)).into_bytes();
+            (ikey(&user, (i + 1) as u64), value)
+        })
+        .collect()
+}
+
+fn build(env: &MemEnv, options: &TableOptions, entries: &[(Vec<u8>, Vec<u8>)]) -> u64 {
+    env.create_dir_all(Path::new("/db")).unwrap();
+    let file = env.new_writable_file(Path::new(PATH)).unwrap();
+    let mut b = TableBuilder::new(options.clone(), file);
+    for (k, v) in entries {
+        b.add(k, v).unwrap();
+    }
+    assert_eq!(b.entry_count(), entries.len() as u64);
+    b.finish(true).unwrap()
+}
+
+fn open(env: &MemEnv, options: &TableOptions, size: u64, cache: Option<Arc<BlockCache>>) -> Result<Arc<Table>> {
+    let file = env.new_random_access_file(Path::new(PATH))?;
+    Table::open(options.clone(), file, Path::new(PATH), size, cache).map(Arc::new)
+}
+
+fn option_sets() -> Vec<TableOptions> {
+    let mut sets = Vec::new();
+    for block_size in [64, 1024, 4096] {
+        for restart in [1, 16] {
+            for compression in [Compression::None, Compression::Snappy] {
+                for bloom in [false, true] {
+                    sets.push(TableOptions {
+                        block_size,
+                        block_restart_interval: restart,
+                        compression,
+                        filter_policy: bloom.then(|| {
+                            Arc::new(BloomFilterPolicy::new(10)) as Arc<dyn crate::filter::FilterPolicy>
+                        }),
+                        ..TableOptions::default()
+                    });
+                }
+            }
+        }
+    }
+    sets
+}
+
+#[test]
+fn iterator_contract_holds_under_every_option_set() {
+    let entries = model(600);
+    let probes: Vec<Vec<u8>> = (0..1201)
+        .step_by(7)
+        .map(|i| ikey(format!("key{i:08}").as_bytes(), 1_000_000))
+        .chain([ikey(b"", 5), ikey(b"zzz", 5)])
+        .collect();
+    let icmp = InternalKeyComparator::new(crate::comparator::bytewise());
+    for options in option_sets() {
+        let env = MemEnv::new();
+        let size = build(&env, &options, &entries);
+        let table = open(&env, &options, size, None).unwrap();
+        assert_eq!(table.has_filter(), options.filter_policy.is_some());
+        let mut it = table.iter(BlockReadOptions::default());
+        check_against_model(&mut it, &entries, &icmp, &probes);
+    }
+}
+
+#[test]
+fn get_finds_every_key_and_rejects_missing_ones() {
+    for options in option_sets() {
+        let env = MemEnv::new();
+        let entries = model(300);
+        let size = build(&env, &options, &entries);
+        let cache = Arc::new(BlockCache::new(1 << 20));
+        let table = open(&env, &options, size, Some(cache.clone())).unwrap();
+        let read = BlockReadOptions::default();
+        for (k, v) in &entries {
+            let lookup = ikey(user_key(k), u64::MAX >> 8);
+            let got = table.get(&read, &lookup, |fk, fv| (fk.to_vec(), fv.to_vec())).unwrap();
+            let (fk, fv) = got.expect("present key");
+            assert_eq!(user_key(&fk), user_key(k));
+            assert_eq!(&fv, v);
+        }
+        assert!(cache.usage() > 0, "reads fill the cache");
+        for i in 0..300 {
+            let missing = format!("key{:08}", i * 2 + 1).into_bytes();
+            let lookup = ikey(&missing, u64::MAX >> 8);
+            let found = table.get(&read, &lookup, |fk, _| user_key(fk) == missing).unwrap();
+            assert_ne!(found, Some(true));
+        }
+    }
+}
+
+#[test]
+fn bloom_filter_skips_data_blocks_for_absent_keys() {
+    let options = TableOptions {
+        filter_policy: Some(Arc::new(BloomFilterPolicy::new(10))),
+        ..TableOptions::default()
+    };
+    let env = MemEnv::new();
+    let size = build(&env, &options, &model(2000));
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let table = open(&env, &options, size, Some(cache.clone())).unwrap();
+    let read = BlockReadOptions::default();
+    for i in 0..2000 {
+        let missing = format!("key{:08}", i * 2 + 1).into_bytes();
+        table.get(&read, &ikey(&missing, 1 << 50), |_, _| ()).unwrap();
+    }
+    // Only false positives (about 1%) may read a block.
+    assert!(cache.usage() < 40 * 4096, "usage {}", cache.usage());
+}
+
+#[test]
+fn fill_cache_false_leaves_the_cache_alone() {
+    let options = TableOptions::default();
+    let env = MemEnv::new();
+    let size = build(&env, &options, &model(500));
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let table = open(&env, &options, size, Some(cache.clone())).unwrap();
+    let mut it = table.iter(BlockReadOptions {
+        verify_checksums: true,
+        fill_cache: false,
+    });
+    it.seek_to_first();
+    while it.valid() {
+        it.next();
+    }
+    assert_eq!(cache.usage(), 0);
+}
+
+#[test]
+fn empty_table_has_no_entries() {
+    let options = TableOptions::default();
+    let env = MemEnv::new();
+    let size = build(&env, &options, &[]);
+    let table = open(&env, &options, size, None).unwrap();
+    let mut it = table.iter(BlockReadOptions::default());
+    it.seek_to_first();
+    assert!(!it.valid());
+    it.seek_to_last();
+    assert!(!it.valid());
+    assert!(it.status().is_ok());
+}
+
+#[test]
+fn large_values_span_their_own_blocks() {
+    let entries: Vec<_> = (0..20)
+        .map(|i| (ikey(format!("big{i:02}").as_bytes(), i + 1), vec![i as u8; 100_000]))
+        .collect();
+    let options = TableOptions::default();
+    let env = MemEnv::new();
+    let size = build(&env, &options, &entries);
+    let table = open(&env, &options, size, None).unwrap();
+    let icmp = InternalKeyComparator::new(crate::comparator::bytewise());
+    check_against_model(&mut table.iter(BlockReadOptions::default()), &entries, &icmp, &[]);
+}
+
+/// Reads the whole table every way; returns what it saw, or the first error.
+fn read_everything(table: &Arc<Table>, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut it = table.iter(BlockReadOptions::default());
+    let mut seen = Vec::new();
+    it.seek_to_first();
+    while it.valid() {
+        seen.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status()?;
+    let mut back = Vec::new();
+    it.seek_to_last();
+    while it.valid() {
+        back.push((it.key().to_vec(), it.value().to_vec()));
+        it.prev();
+    }
+    it.status()?;
+    back.reverse();
+    assert!(back == seen, "backward scan differs from forward scan without an error");
+    for (k, v) in entries {
+        let got = table.get(&BlockReadOptions::default(), k, |fk, fv| (fk.to_vec(), fv.to_vec()))?;
+        if let Some((fk, fv)) = got {
+            if &fk == k {
+                assert_eq!(&fv, v, "a lookup returned a wrong value without an error");
+            }
+        }
+    }
+    Ok(seen)
+}
+
+#[test]
+fn every_bit_flip_gives_the_right_answer_or_a_corruption_error() {
+    for bloom in [false, true] {
+        let options = TableOptions {
+            block_size: 256,
+            filter_policy: bloom.then(|| Arc::new(BloomFilterPolicy::new(10)) as _),
+            ..TableOptions::default()
+        };
+        let env = MemEnv::new();
+        let entries = model(40);
+        let size = build(&env, &options, &entries);
+        let original = read_file_to_vec(&env, Path::new(PATH)).unwrap();
+        let mut errors = 0;
+        for i in 0..original.len() {
+            let mut damaged = original.clone();
+            damaged[i] ^= 1 << (i % 8);
+            write_file(&env, Path::new(PATH), &damaged, false).unwrap();
+            let result = open(&env, &options, size, None).and_then(|t| read_everything(&t, &entries));
+            match result {
+                Ok(seen) => assert!(seen == entries, "flip at {i}: silent wrong contents"),
+                Err(e) => {
+                    assert!(e.is_corruption(), "flip at {i}: {e}");
+                    assert!(e.to_string().contains(PATH), "flip at {i}: {e}");
+                    errors += 1;
+                }
+            }
+        }
+        // Harmless flips: the footer's zero padding, and without a filter policy the metaindex
+        // block (13 bytes), which is then never read.
+        let harmless = original.len() - errors;
+        let allowed = 40 + if bloom { 0 } else { 13 };
+        assert!(harmless <= allowed, "bloom {bloom}: {harmless} harmless flips");
+    }
+}
+
+#[test]
+fn every_truncation_is_a_corruption_error() {
+    let options = TableOptions::default();
+    let env = MemEnv::new();
+    let entries = model(100);
+    let size = build(&env, &options, &entries);
+    let original = read_file_to_vec(&env, Path::new(PATH)).unwrap();
+    for len in 0..original.len() {
+        write_file(&env, Path::new(PATH), &original[..len], false).unwrap();
+        // The MANIFEST's size is what the table is opened with; the file is shorter.
+        let err = open(&env, &options, size, None)
+            .and_then(|t| read_everything(&t, &entries))
+            .expect_err("truncated table");
+        assert!(err.is_corruption(), "len {len}: {err}");
+        // Opened with its true (short) size, it must also fail cleanly.
+        let err = open(&env, &options, len as u64, None)
+            .and_then(|t| read_everything(&t, &entries))
+            .expect_err("truncated table");
+        assert!(err.is_corruption(), "len {len}: {err}");
+    }
+}
+
+#[test]
+fn block_handle_past_the_end_of_the_file_is_corruption() {
+    let options = TableOptions::default();
+    let env = MemEnv::new();
+    let size = build(&env, &options, &model(10));
+    let mut bytes = read_file_to_vec(&env, Path::new(PATH)).unwrap();
+    let footer_at = bytes.len() - 48;
+    let footer = Footer {
+        metaindex: BlockHandle { offset: 0, size: 10 },
+        index: BlockHandle { offset: size * 4, size: 100 },
+    };
+    bytes[footer_at..].copy_from_slice(&footer.encode());
+    write_file(&env, Path::new(PATH), &bytes, false).unwrap();
+    let err = open(&env, &options, size, None).unwrap_err();
+    assert!(err.to_string().contains("past the end"), "{err}");
+    // A size so large it cannot be allocated is refused before any allocation.
+    let footer = Footer {
+        metaindex: BlockHandle { offset: 0, size: 10 },
+        index: BlockHandle { offset: 0, size: u64::MAX - 2 },
+    };
+    bytes[footer_at..].copy_from_slice(&footer.encode());
+    write_file(&env, Path::new(PATH), &bytes, false).unwrap();
+    assert!(open(&env, &options, size, None).unwrap_err().is_corruption());
+}
+
+#[test]
+fn file_too_short_for_a_footer_is_corruption() {
+    let env = MemEnv::new();
+    env.create_dir_all(Path::new("/db")).unwrap();
+    write_file(&env, Path::new(PATH), b"short", false).unwrap();
+    let err = open(&env, &TableOptions::default(), 5, None).unwrap_err();
+    assert!(err.to_string().contains("too short"), "{err}");
+}
