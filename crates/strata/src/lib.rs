@@ -5,6 +5,7 @@
 //! interface ([`Env`]), the write-ahead log ([`log`]), sorted tables ([`table`]), bloom filters
 //! ([`filter`]) and caches ([`cache`]).
 
+mod batch;
 pub mod cache;
 pub mod coding;
 mod comparator;
@@ -15,7 +16,9 @@ pub mod iter;
 pub mod key;
 pub mod log;
 pub mod table;
+pub mod version;
 
+pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use comparator::{bytewise, BytewiseComparator, Comparator};
 pub use env::{CrashMode, Env, MemEnv, PosixEnv};
 pub use error::{Error, Result};

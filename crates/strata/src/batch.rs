@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`WriteBatch`]: a group of puts and deletes applied atomically, and the record format it has
+//! in the write-ahead log.
+//!
+//! ```text
+//! batch:  fixed64 seqno ‖ fixed32 count ‖ op*
+//! op:     0x01 ‖ length-prefixed key ‖ length-prefixed value     (put)
+//!         0x00 ‖ length-prefixed key                             (delete)
+//! ```
+//!
+//! Operation `i` gets sequence number `seqno + i`.
+
+use crate::coding::{decode_fixed32, decode_fixed64, put_length_prefixed, Decoder};
+use crate::error::{Error, Result};
+use crate::key::{SeqNo, ValueKind};
+
+/// The size of a batch's header: seqno and count.
+pub const BATCH_HEADER_LEN: usize = 12;
+
+/// An ordered group of updates, applied all at once or not at all.
+///
+/// # Example
+///
+/// ```
+/// use strata::WriteBatch;
+/// let mut batch = WriteBatch::new();
+/// batch.put(b"apple", b"red");
+/// batch.delete(b"banana");
+/// assert_eq!(batch.count(), 2);
+/// let ops: Vec<_> = batch.iter().map(|op| op.unwrap()).collect();
+/// assert_eq!(ops[0].key, b"apple");
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct WriteBatch {
+    /// The encoded batch. Invariant: at least `BATCH_HEADER_LEN` bytes, and the count in the
+    /// header is the number of operations that follow.
+    rep: Vec<u8>,
+}
+
+impl Default for WriteBatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for WriteBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteBatch")
+            .field("count", &self.count())
+            .field("bytes", &self.rep.len())
+            .finish()
+    }
+}
+
+/// One operation of a batch, borrowed from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchOp<'a> {
+    /// Put or delete.
+    pub kind: ValueKind,
+    /// The user key.
+    pub key: &'a [u8],
+    /// The value; empty for a delete.
+    pub value: &'a [u8],
+}
+
+impl WriteBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        WriteBatch {
+            rep: vec![0; BATCH_HEADER_LEN],
+        }
+    }
+
+    /// Adds `key → value`.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.set_count(self.count() + 1);
+        self.rep.push(ValueKind::Value as u8);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, value);
+    }
+
+    /// Adds a deletion of `key`.
+    pub fn delete(&mut self, key: &[u8]) {
+        self.set_count(self.count() + 1);
+        self.rep.push(ValueKind::Deletion as u8);
+        put_length_prefixed(&mut self.rep, key);
+    }
+
+    /// Removes every operation.
+    pub fn clear(&mut self) {
+        self.rep.clear();
+        self.rep.resize(BATCH_HEADER_LEN, 0);
+    }
+
+    /// The number of operations.
+    pub fn count(&self) -> u32 {
+        decode_fixed32(&self.rep[8..]).expect("invariant: header present")
+    }
+
+    fn set_count(&mut self, count: u32) {
+        self.rep[8..12].copy_from_slice(&count.to_le_bytes());
+    }
+
+    /// The sequence number of the first operation.
+    pub fn seqno(&self) -> SeqNo {
+        decode_fixed64(&self.rep).expect("invariant: header present")
+    }
+
+    /// Sets the sequence number of the first operation.
+    pub fn set_seqno(&mut self, seqno: SeqNo) {
+        self.rep[..8].copy_from_slice(&seqno.to_le_bytes());
+    }
+
+    /// The encoded size in bytes.
+    pub fn approximate_size(&self) -> usize {
+        self.rep.len()
+    }
+
+    /// The encoded batch, as it is written to the log.
+    pub fn encoded(&self) -> &[u8] {
+        &self.rep
+    }
+
+    /// Parses a batch read from a log. Every operation is checked.
+    ///
+    /// # Errors
+    /// Corruption at the offset (within the record) of the first malformed byte.
+    pub fn decode(record: &[u8]) -> Result<WriteBatch> {
+        if record.len() < BATCH_HEADER_LEN {
+            return Err(Error::corruption("", 0, "log record too small for a write batch"));
+        }
+        let batch = WriteBatch {
+            rep: record.to_vec(),
+        };
+        let mut found = 0u32;
+        for op in batch.iter() {
+            op?;
+            found += 1;
+        }
+        if found != batch.count() {
+            return Err(Error::corruption(
+                "",
+                8,
+                format!("write batch holds {found} operations, its header says {}", batch.count()),
+            ));
+        }
+        Ok(batch)
+    }
+
+    /// Appends every operation of `other` to this batch.
+    pub fn append(&mut self, other: &WriteBatch) {
+        self.set_count(self.count() + other.count());
+        self.rep.extend_from_slice(&other.rep[BATCH_HEADER_LEN..]);
+    }
+
+    /// The operations in order.
+    pub fn iter(&self) -> BatchIter<'_> {
+        BatchIter {
+            decoder: Decoder::new(&self.rep[BATCH_HEADER_LEN..]),
+            failed: false,
+        }
+    }
+}
+
+/// The operations of a [`WriteBatch`], in order. Yields an error once, at the first malformed
+/// operation, and then stops.
+pub struct BatchIter<'a> {
+    decoder: Decoder<'a>,
+    failed: bool,
+}
+
+impl<'a> Iterator for BatchIter<'a> {
+    type Item = Result<BatchOp<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.decoder.is_empty() {
+            return None;
+        }
+        let at = BATCH_HEADER_LEN + self.decoder.position();
+        let fail = |reason: &'static str| Error::corruption("", at as u64, reason);
+        let op = match self.decoder.u8().and_then(ValueKind::from_byte) {
+            Some(ValueKind::Value) => match (
+                self.decoder.length_prefixed(),
+                self.decoder.length_prefixed(),
+            ) {
+                (Some(key), Some(value)) => Ok(BatchOp {
+                    kind: ValueKind::Value,
+                    key,
+                    value,
+                }),
+                _ => Err(fail("bad put in write batch")),
+            },
+            Some(ValueKind::Deletion) => match self.decoder.length_prefixed() {
+                Some(key) => Ok(BatchOp {
+                    kind: ValueKind::Deletion,
+                    key,
+                    value: &[],
+                }),
+                None => Err(fail("bad delete in write batch")),
+            },
+            None => Err(fail("unknown operation in write batch")),
+        };
+        self.failed = op.is_err();
+        Some(op)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodings_match_the_format_vectors() {
+        let mut b = WriteBatch::new();
+        b.put(b"foo", b"bar");
+        b.set_seqno(1);
+        assert_eq!(
+            b.encoded(),
+            [1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 3, b'f', b'o', b'o', 3, b'b', b'a', b'r']
+        );
+        let mut d = WriteBatch::new();
+        d.delete(b"foo");
+        d.set_seqno(5);
+        assert_eq!(d.encoded(), [5, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 3, b'f', b'o', b'o']);
+    }
+
+    #[test]
+    fn decode_round_trips() {
+        let mut b = WriteBatch::new();
+        b.put(b"", b"empty key");
+        b.put(b"k", b"");
+        b.delete(b"gone");
+        b.put(&[0xff; 300], &[7; 70_000]);
+        b.set_seqno(77);
+        let d = WriteBatch::decode(b.encoded()).unwrap();
+        assert_eq!(d, b);
+        assert_eq!(d.seqno(), 77);
+        let ops: Vec<_> = d.iter().map(Result::unwrap).collect();
+        assert_eq!(ops.len(), 4);
+        assert_eq!(ops[2], BatchOp { kind: ValueKind::Deletion, key: b"gone", value: b"" });
+        assert_eq!(ops[3].value.len(), 70_000);
+    }
+
+    #[test]
+    fn append_concatenates() {
+        let mut a = WriteBatch::new();
+        a.put(b"a", b"1");
+        let mut b = WriteBatch::new();
+        b.delete(b"b");
+        b.put(b"c", b"3");
+        a.append(&b);
+        assert_eq!(a.count(), 3);
+        assert_eq!(WriteBatch::decode(a.encoded()).unwrap().iter().count(), 3);
+    }
+
+    #[test]
+    fn malformed_batches_are_corruption() {
+        assert!(WriteBatch::decode(&[0; 11]).unwrap_err().is_corruption());
+        let mut b = WriteBatch::new();
+        b.put(b"key", b"value");
+        let good = b.encoded().to_vec();
+        // Count larger than the operations present.
+        let mut bad = good.clone();
+        bad[8] = 2;
+        assert!(WriteBatch::decode(&bad).unwrap_err().to_string().contains("header says 2"));
+        // Unknown tag.
+        let mut bad = good.clone();
+        bad[12] = 7;
+        let err = WriteBatch::decode(&bad).unwrap_err();
+        assert!(matches!(err, Error::Corruption { offset: 12, .. }), "{err}");
+        // Truncated value, and a length that runs past the end.
+        assert!(WriteBatch::decode(&good[..good.len() - 1]).is_err());
+        let mut bad = good.clone();
+        bad[13] = 0xff;
+        assert!(WriteBatch::decode(&bad).is_err());
+        // Every truncation and every byte flip decodes or fails, never panics.
+        for len in 0..good.len() {
+            let _ = WriteBatch::decode(&good[..len]);
+        }
+        for i in 0..good.len() {
+            let mut bad = good.clone();
+            bad[i] ^= 0xff;
+            let _ = WriteBatch::decode(&bad);
+        }
+    }
+
+    #[test]
+    fn empty_batch_is_legal() {
+        let b = WriteBatch::decode(&[9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();
+        assert_eq!((b.seqno(), b.count()), (9, 0));
+    }
+}

@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Versions: the set of live tables per level, and the MANIFEST records ([`VersionEdit`]s) that
+//! change it.
+
+mod edit;
+
+pub use edit::{FileMetaData, VersionEdit, NUM_LEVELS};
