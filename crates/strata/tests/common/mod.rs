@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Helpers shared by the integration tests: finding and copying LevelDB fixtures, and reading
+//! their expected contents.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The fixtures committed with the project.
+pub fn project_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/leveldb-1.23")
+}
+
+/// The shared fixtures beside the project (for the large `compacted` one), if present.
+///
+/// In CI (`CI` set) a missing shared directory is an error, so the test cannot pass by skipping.
+pub fn shared_fixtures() -> Option<PathBuf> {
+    let dir = match std::env::var_os("STRATA_SHARED_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+    }
+    .join("fixtures/leveldb-1.23");
+    if dir.join("compacted").is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must have the shared fixtures at {}",
+        dir.display()
+    );
+    eprintln!("note: {} not found; skipping the shared fixture", dir.display());
+    None
+}
+
+/// Copies fixture directory `name` from `root` into a new temporary directory.
+pub fn copy_fixture(root: &Path, name: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for entry in fs::read_dir(root.join(name)).expect("fixture dir") {
+        let entry = entry.expect("entry");
+        let dest = tmp.path().join(entry.file_name());
+        fs::copy(entry.path(), &dest).expect("copy");
+        let mut perms = fs::metadata(&dest).expect("meta").permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perms.set_readonly(false);
+        fs::set_permissions(&dest, perms).expect("chmod");
+    }
+    tmp
+}
+
+pub fn hex_decode(s: &str) -> Vec<u8> {
+    assert!(s.len() % 2 == 0, "odd hex length");
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// Reads `<name>.expected.tsv` (or `.tsv.gz`) from `root`.
+pub fn expected_contents(root: &Path, name: &str) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let plain = root.join(format!("{name}.expected.tsv"));
+    let text = if plain.exists() {
+        fs::read_to_string(plain).expect("read tsv")
+    } else {
+        let gz = fs::File::open(root.join(format!("{name}.expected.tsv.gz"))).expect("open gz");
+        let mut s = String::new();
+        flate2::read::GzDecoder::new(gz)
+            .read_to_string(&mut s)
+            .expect("gunzip");
+        s
+    };
+    text.lines()
+        .map(|line| {
+            let (k, v) = line.split_once('\t').expect("tab");
+            (hex_decode(k), hex_decode(v))
+        })
+        .collect()
+}
