@@ -127,7 +127,11 @@ impl WriteBatch {
     /// Corruption at the offset (within the record) of the first malformed byte.
     pub fn decode(record: &[u8]) -> Result<WriteBatch> {
         if record.len() < BATCH_HEADER_LEN {
-            return Err(Error::corruption("", 0, "log record too small for a write batch"));
+            return Err(Error::corruption(
+                "",
+                0,
+                "log record too small for a write batch",
+            ));
         }
         let batch = WriteBatch {
             rep: record.to_vec(),
@@ -141,7 +145,10 @@ impl WriteBatch {
             return Err(Error::corruption(
                 "",
                 8,
-                format!("write batch holds {found} operations, its header says {}", batch.count()),
+                format!(
+                    "write batch holds {found} operations, its header says {}",
+                    batch.count()
+                ),
             ));
         }
         Ok(batch)
@@ -221,7 +228,10 @@ mod tests {
         let mut d = WriteBatch::new();
         d.delete(b"foo");
         d.set_seqno(5);
-        assert_eq!(d.encoded(), [5, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 3, b'f', b'o', b'o']);
+        assert_eq!(
+            d.encoded(),
+            [5, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 3, b'f', b'o', b'o']
+        );
     }
 
     #[test]
@@ -237,7 +247,14 @@ mod tests {
         assert_eq!(d.seqno(), 77);
         let ops: Vec<_> = d.iter().map(Result::unwrap).collect();
         assert_eq!(ops.len(), 4);
-        assert_eq!(ops[2], BatchOp { kind: ValueKind::Deletion, key: b"gone", value: b"" });
+        assert_eq!(
+            ops[2],
+            BatchOp {
+                kind: ValueKind::Deletion,
+                key: b"gone",
+                value: b""
+            }
+        );
         assert_eq!(ops[3].value.len(), 70_000);
     }
 
@@ -262,7 +279,10 @@ mod tests {
         // Count larger than the operations present.
         let mut bad = good.clone();
         bad[8] = 2;
-        assert!(WriteBatch::decode(&bad).unwrap_err().to_string().contains("header says 2"));
+        assert!(WriteBatch::decode(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("header says 2"));
         // Unknown tag.
         let mut bad = good.clone();
         bad[12] = 7;

@@ -240,7 +240,10 @@ mod tests {
             (16383, &[0xff, 0x7f]),
             (16384, &[0x80, 0x80, 0x01]),
             (u32::MAX as u64, &[0xff, 0xff, 0xff, 0xff, 0x0f]),
-            (u64::MAX, &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]),
+            (
+                u64::MAX,
+                &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01],
+            ),
         ];
         for &(v, bytes) in cases {
             assert_eq!(varint_bytes(v), bytes, "encoding {v}");
@@ -279,7 +282,10 @@ mod tests {
 
     #[test]
     fn varint32_drops_high_bits_of_fifth_byte_like_leveldb() {
-        assert_eq!(decode_varint32(&[0xff, 0xff, 0xff, 0xff, 0x7f]), Some((u32::MAX, 5)));
+        assert_eq!(
+            decode_varint32(&[0xff, 0xff, 0xff, 0xff, 0x7f]),
+            Some((u32::MAX, 5))
+        );
     }
 
     #[test]
@@ -326,6 +332,9 @@ mod tests {
                 assert_eq!(unmask_crc(m), crc);
             }
         }
-        assert_eq!(crc32c_extend(crc32c(b"hello "), b"world"), crc32c(b"hello world"));
+        assert_eq!(
+            crc32c_extend(crc32c(b"hello "), b"world"),
+            crc32c(b"hello world")
+        );
     }
 }

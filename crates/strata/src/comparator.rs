@@ -75,11 +75,7 @@ impl Comparator for BytewiseComparator {
     }
 
     fn find_shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]) {
-        let common = start
-            .iter()
-            .zip(limit)
-            .take_while(|(a, b)| a == b)
-            .count();
+        let common = start.iter().zip(limit).take_while(|(a, b)| a == b).count();
         if common >= start.len().min(limit.len()) {
             // One is a prefix of the other: no shorter separator.
             return;

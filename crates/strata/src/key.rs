@@ -202,22 +202,39 @@ mod tests {
 
     #[test]
     fn encoding_matches_the_format_vectors() {
-        assert_eq!(ikey(b"foo", 1, ValueKind::Value), b"foo\x01\x01\0\0\0\0\0\0");
-        assert_eq!(ikey(b"foo", 1, ValueKind::Deletion), b"foo\x00\x01\0\0\0\0\0\0");
-        assert_eq!(ikey(b"", MAX_SEQNO, ValueKind::Value), b"\x01\xff\xff\xff\xff\xff\xff\xff");
+        assert_eq!(
+            ikey(b"foo", 1, ValueKind::Value),
+            b"foo\x01\x01\0\0\0\0\0\0"
+        );
+        assert_eq!(
+            ikey(b"foo", 1, ValueKind::Deletion),
+            b"foo\x00\x01\0\0\0\0\0\0"
+        );
+        assert_eq!(
+            ikey(b"", MAX_SEQNO, ValueKind::Value),
+            b"\x01\xff\xff\xff\xff\xff\xff\xff"
+        );
     }
 
     #[test]
     fn parse_round_trips_and_rejects_bad_input() {
         let k = ikey(b"key", 77, ValueKind::Deletion);
         let p = ParsedInternalKey::parse(&k).expect("valid");
-        assert_eq!((p.user_key, p.seqno, p.kind), (&b"key"[..], 77, ValueKind::Deletion));
+        assert_eq!(
+            (p.user_key, p.seqno, p.kind),
+            (&b"key"[..], 77, ValueKind::Deletion)
+        );
         assert!(ParsedInternalKey::parse(b"short").is_none());
         let mut bad = ikey(b"k", 1, ValueKind::Value);
         bad[1] = 2; // unknown kind byte
         assert!(ParsedInternalKey::parse(&bad).is_none());
         // The empty user key is legal.
-        assert_eq!(ParsedInternalKey::parse(&ikey(b"", 3, ValueKind::Value)).unwrap().user_key, b"");
+        assert_eq!(
+            ParsedInternalKey::parse(&ikey(b"", 3, ValueKind::Value))
+                .unwrap()
+                .user_key,
+            b""
+        );
     }
 
     #[test]

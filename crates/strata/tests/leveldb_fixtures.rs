@@ -161,7 +161,12 @@ fn table_entries(table: &Arc<Table>, f: &FileMetaData) -> Vec<(Vec<u8>, Entry)> 
         it.next();
     }
     it.status().unwrap();
-    assert_eq!(first.as_deref(), Some(&f.smallest[..]), "table {} smallest", f.number);
+    assert_eq!(
+        first.as_deref(),
+        Some(&f.smallest[..]),
+        "table {} smallest",
+        f.number
+    );
     assert_eq!(last, f.largest, "table {} largest", f.number);
     out
 }
@@ -199,13 +204,21 @@ fn check_fixture(root: &Path, name: &str, filter: bool) -> Manifest {
     let mut max_table_seqno = 0;
     for f in manifest.levels.iter().flatten() {
         let table = open_table(&env, dir, f, filter);
-        assert_eq!(table.has_filter(), filter, "{name}: table {} filter", f.number);
+        assert_eq!(
+            table.has_filter(),
+            filter,
+            "{name}: table {} filter",
+            f.number
+        );
         for (k, e) in table_entries(&table, f) {
             max_table_seqno = max_table_seqno.max(e.seqno);
             versions.entry(k).or_default().push(e);
         }
     }
-    assert!(max_table_seqno <= manifest.last_sequence, "{name}: table seqno beyond last");
+    assert!(
+        max_table_seqno <= manifest.last_sequence,
+        "{name}: table seqno beyond last"
+    );
     let mut logs: Vec<u64> = env
         .children(dir)
         .unwrap()
@@ -272,9 +285,8 @@ fn compacted_fixture_decodes_and_its_bloom_filters_work() {
     let lookup = |user: &[u8]| -> Option<Vec<u8>> {
         let mut ikey = Vec::new();
         append_internal_key(&mut ikey, user, MAX_SEQNO, ValueKind::Value);
-        let i = m.levels[2].partition_point(|f| {
-            ParsedInternalKey::parse(&f.largest).unwrap().user_key < user
-        });
+        let i = m.levels[2]
+            .partition_point(|f| ParsedInternalKey::parse(&f.largest).unwrap().user_key < user);
         let table = tables.get(i)?;
         table
             .get(&read, &ikey, |k, v| {
@@ -284,7 +296,12 @@ fn compacted_fixture_decodes_and_its_bloom_filters_work() {
             .flatten()
     };
     for (k, v) in &expected {
-        assert_eq!(lookup(k).as_ref(), Some(v), "{}", String::from_utf8_lossy(k));
+        assert_eq!(
+            lookup(k).as_ref(),
+            Some(v),
+            "{}",
+            String::from_utf8_lossy(k)
+        );
     }
     let mut absent = 0;
     for i in (0..200_000u32).filter(|i| i % 7 == 0 && i % 77 != 0) {
@@ -315,13 +332,18 @@ fn logs_and_manifests_rebuild_byte_for_byte() {
                 if file.starts_with("MANIFEST-") {
                     // Re-encode each edit from its decoded form, not just its bytes.
                     let mut encoded = Vec::new();
-                    VersionEdit::decode(&record).unwrap().encode_into(&mut encoded);
+                    VersionEdit::decode(&record)
+                        .unwrap()
+                        .encode_into(&mut encoded);
                     writer.add_record(&encoded).unwrap();
                 } else {
                     writer.add_record(&record).unwrap();
                 }
             }
-            assert!(read_file_to_vec(&mem, out).unwrap() == original, "{name}/{file}");
+            assert!(
+                read_file_to_vec(&mem, out).unwrap() == original,
+                "{name}/{file}"
+            );
             rebuilt += 1;
         }
     }
@@ -367,7 +389,8 @@ fn snappy_table_rebuilds_to_the_same_entries() {
     let original = open_table(&env, copy.path(), f, false);
     let mem = MemEnv::new();
     let out = Path::new("/000005.ldb");
-    let mut builder = TableBuilder::new(TableOptions::default(), mem.new_writable_file(out).unwrap());
+    let mut builder =
+        TableBuilder::new(TableOptions::default(), mem.new_writable_file(out).unwrap());
     let mut it = original.iter(BlockReadOptions::default());
     let mut keys = BTreeSet::new();
     it.seek_to_first();
@@ -378,7 +401,8 @@ fn snappy_table_rebuilds_to_the_same_entries() {
     }
     let size = builder.finish(true).unwrap();
     let rebuilt_file = mem.new_random_access_file(out).unwrap();
-    let rebuilt = Arc::new(Table::open(TableOptions::default(), rebuilt_file, out, size, None).unwrap());
+    let rebuilt =
+        Arc::new(Table::open(TableOptions::default(), rebuilt_file, out, size, None).unwrap());
     let mut a = original.iter(BlockReadOptions::default());
     let mut b = rebuilt.iter(BlockReadOptions::default());
     a.seek_to_first();

@@ -54,7 +54,9 @@ impl<K: Hash + Eq + Clone, V: Clone> Shard<K, V> {
     }
 
     fn slot(&mut self, i: u32) -> &mut Slot<K, V> {
-        self.slots[i as usize].as_mut().expect("invariant 3: linked slots are full")
+        self.slots[i as usize]
+            .as_mut()
+            .expect("invariant 3: linked slots are full")
     }
 
     fn unlink(&mut self, i: u32) {
@@ -168,7 +170,9 @@ impl<K: Hash + Eq + Clone, V: Clone> LruCache<K, V> {
         let shards = shards.max(1).next_power_of_two();
         let per_shard = capacity.div_ceil(shards);
         LruCache {
-            shards: (0..shards).map(|_| Mutex::new(Shard::new(per_shard))).collect(),
+            shards: (0..shards)
+                .map(|_| Mutex::new(Shard::new(per_shard)))
+                .collect(),
             hasher: FxBuildHasher,
             capacity,
         }
@@ -178,9 +182,7 @@ impl<K: Hash + Eq + Clone, V: Clone> LruCache<K, V> {
         let hash = self.hasher.hash_one(key);
         // The high bits: FxHash mixes them best.
         let index = (hash >> 32) as usize & (self.shards.len() - 1);
-        self.shards[index]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        self.shards[index].lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The value for `key`, marking it most recently used.

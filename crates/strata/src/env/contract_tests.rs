@@ -35,7 +35,9 @@ fn suite(env: &dyn Env, root: &Path) {
     r.read_exact_at(100_007, &mut five).unwrap();
     assert_eq!(&five, b"world");
     let err = r.read_exact_at(100_010, &mut five).unwrap_err();
-    assert!(matches!(err, Error::Io { ref source, .. } if source.kind() == std::io::ErrorKind::UnexpectedEof));
+    assert!(
+        matches!(err, Error::Io { ref source, .. } if source.kind() == std::io::ErrorKind::UnexpectedEof)
+    );
 
     // Append to an existing file.
     let mut ap = env.new_appendable_file(&a).unwrap();
@@ -63,20 +65,24 @@ fn suite(env: &dyn Env, root: &Path) {
 
     // Errors name the path.
     let missing = dir.join("missing");
-    let err = env.new_sequential_file(&missing).err().expect("missing file");
+    let err = env
+        .new_sequential_file(&missing)
+        .err()
+        .expect("missing file");
     assert!(err.is_not_found(), "{err}");
     assert!(err.to_string().contains("missing"), "{err}");
     assert!(env.remove_file(&missing).unwrap_err().is_not_found());
     assert!(env.file_size(&missing).unwrap_err().is_not_found());
     assert!(env.children(&dir.join("nodir")).is_err());
-    assert!(env
-        .new_writable_file(&dir.join("nodir").join("f"))
-        .is_err());
+    assert!(env.new_writable_file(&dir.join("nodir").join("f")).is_err());
 
     // Locks exclude a second holder until released.
     let lock_path = dir.join("LOCK");
     let lock = env.lock_file(&lock_path).unwrap();
-    assert!(matches!(env.lock_file(&lock_path), Err(Error::Locked { .. })));
+    assert!(matches!(
+        env.lock_file(&lock_path),
+        Err(Error::Locked { .. })
+    ));
     drop(lock);
     let again = env.lock_file(&lock_path).unwrap();
     drop(again);
@@ -105,7 +111,10 @@ fn posix_lock_survives_closing_an_unrelated_handle() {
     let _lock = env.lock_file(&lock_path).unwrap();
     // With classic fcntl locks, closing any descriptor of the file drops the process's lock.
     drop(std::fs::File::open(&lock_path).unwrap());
-    assert!(matches!(env.lock_file(&lock_path), Err(Error::Locked { .. })));
+    assert!(matches!(
+        env.lock_file(&lock_path),
+        Err(Error::Locked { .. })
+    ));
 }
 
 #[test]
@@ -122,7 +131,10 @@ fn mem_crash_drops_unsynced_data_and_undoes_unsynced_renames() {
     env.rename(&dir.join("tmp"), &dir.join("CURRENT")).unwrap();
 
     let killed = env.crash_clone(CrashMode::PROCESS_KILL);
-    assert_eq!(read_file_to_vec(&killed, &dir.join("f")).unwrap(), b"durable+volatile");
+    assert_eq!(
+        read_file_to_vec(&killed, &dir.join("f")).unwrap(),
+        b"durable+volatile"
+    );
     assert!(killed.exists(&dir.join("CURRENT")));
 
     env.crash(CrashMode::POWER_LOSS);
@@ -143,7 +155,10 @@ fn mem_synced_rename_survives_power_loss() {
     env.rename(&dir.join("tmp"), &dir.join("CURRENT")).unwrap();
     env.sync_dir(&dir).unwrap();
     env.crash(CrashMode::POWER_LOSS);
-    assert_eq!(read_file_to_vec(&env, &dir.join("CURRENT")).unwrap(), b"MANIFEST-000002\n");
+    assert_eq!(
+        read_file_to_vec(&env, &dir.join("CURRENT")).unwrap(),
+        b"MANIFEST-000002\n"
+    );
 }
 
 #[test]
@@ -155,6 +170,9 @@ fn mem_stale_lock_handle_does_not_release_a_newer_lock() {
     env.crash(CrashMode::PROCESS_KILL);
     let new = env.lock_file(lock_path).unwrap();
     drop(old);
-    assert!(matches!(env.lock_file(lock_path), Err(Error::Locked { .. })));
+    assert!(matches!(
+        env.lock_file(lock_path),
+        Err(Error::Locked { .. })
+    ));
     drop(new);
 }

@@ -300,11 +300,7 @@ impl Env for MemEnv {
     fn new_appendable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let mut ns = self.namespace();
         Self::check_parent(&ns, path, "open for append")?;
-        let node = ns
-            .live
-            .entry(path.to_path_buf())
-            .or_insert_with(Arc::default)
-            .clone();
+        let node = ns.live.entry(path.to_path_buf()).or_default().clone();
         Ok(Box::new(MemWritableFile { node }))
     }
 

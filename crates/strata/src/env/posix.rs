@@ -67,7 +67,11 @@ impl SequentialFile for PosixSequentialFile {
 
     fn skip(&mut self, n: u64) -> Result<()> {
         let n = i64::try_from(n).map_err(|_| {
-            Error::io(&self.path, "seek", io::Error::from(io::ErrorKind::InvalidInput))
+            Error::io(
+                &self.path,
+                "seek",
+                io::Error::from(io::ErrorKind::InvalidInput),
+            )
         })?;
         self.file
             .seek(SeekFrom::Current(n))
@@ -283,9 +287,7 @@ impl Env for PosixEnv {
     }
 
     fn lock_file(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        let key = path
-            .canonicalize()
-            .unwrap_or_else(|_| path.to_path_buf());
+        let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
         let mut locked = locked_paths().lock().unwrap_or_else(|e| e.into_inner());
         if locked.contains(&key) {
             return Err(Error::Locked {

@@ -163,7 +163,10 @@ mod tests {
             filter(10, &[b"hello", b"world"]),
             [0x11, 0x40, 0x00, 0x41, 0x44, 0x10, 0x40, 0x10, 0x06]
         );
-        assert_eq!(filter(10, &[b"foo"]), [0x20, 0x49, 0x12, 0, 0, 0, 0, 0, 0x06]);
+        assert_eq!(
+            filter(10, &[b"foo"]),
+            [0x20, 0x49, 0x12, 0, 0, 0, 0, 0, 0x06]
+        );
         assert_eq!(filter(1, &[b"foo"]), [0, 0, 0x10, 0, 0, 0, 0, 0, 0x01]);
         let keys: Vec<Vec<u8>> = (0..10).map(|i| format!("key{i:06}").into_bytes()).collect();
         let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
@@ -178,7 +181,16 @@ mod tests {
 
     #[test]
     fn probe_count_follows_leveldb() {
-        for (bits, k) in [(1, 1), (2, 1), (5, 3), (10, 6), (16, 11), (20, 13), (44, 30), (100, 30)] {
+        for (bits, k) in [
+            (1, 1),
+            (2, 1),
+            (5, 3),
+            (10, 6),
+            (16, 11),
+            (20, 13),
+            (44, 30),
+            (100, 30),
+        ] {
             assert_eq!(BloomFilterPolicy::new(bits).k, k, "bits {bits}");
         }
     }

@@ -43,17 +43,29 @@ pub(crate) fn check_against_model(
 
     for (i, (k, _)) in model.iter().enumerate() {
         it.seek(k);
-        assert_eq!(current(it).as_ref(), Some(&model[i]), "seek to existing key {i}");
+        assert_eq!(
+            current(it).as_ref(),
+            Some(&model[i]),
+            "seek to existing key {i}"
+        );
         // Direction changes around every entry.
         if i > 0 {
             it.prev();
-            assert_eq!(current(it).as_ref(), Some(&model[i - 1]), "prev after seek {i}");
+            assert_eq!(
+                current(it).as_ref(),
+                Some(&model[i - 1]),
+                "prev after seek {i}"
+            );
             it.next();
             assert_eq!(current(it).as_ref(), Some(&model[i]), "next after prev {i}");
         }
         if i + 1 < model.len() {
             it.next();
-            assert_eq!(current(it).as_ref(), Some(&model[i + 1]), "next after seek {i}");
+            assert_eq!(
+                current(it).as_ref(),
+                Some(&model[i + 1]),
+                "next after seek {i}"
+            );
             it.prev();
             assert_eq!(current(it).as_ref(), Some(&model[i]), "prev after next {i}");
         }

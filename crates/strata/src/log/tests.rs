@@ -35,7 +35,9 @@ fn read_log(bytes: &[u8], mode: ReadMode) -> (Vec<Vec<u8>>, Vec<LogCorruption>, 
 }
 
 fn big(n: usize, seed: u8) -> Vec<u8> {
-    (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
 }
 
 /// Rewrites the CRC of the physical record at `offset` after its bytes were edited.
@@ -47,11 +49,19 @@ fn fix_crc(bytes: &mut [u8], offset: usize) {
 
 #[test]
 fn records_of_every_size_round_trip() {
-    let records: Vec<Vec<u8>> = [0, 1, 100, BLOCK_SIZE - 14, BLOCK_SIZE, 3 * BLOCK_SIZE + 17, 5]
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| big(n, i as u8))
-        .collect();
+    let records: Vec<Vec<u8>> = [
+        0,
+        1,
+        100,
+        BLOCK_SIZE - 14,
+        BLOCK_SIZE,
+        3 * BLOCK_SIZE + 17,
+        5,
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, &n)| big(n, i as u8))
+    .collect();
     let bytes = write_log(&records);
     let (out, corruptions, err) = read_log(&bytes, ReadMode::Strict);
     assert!(err.is_none() && corruptions.is_empty());
@@ -71,7 +81,10 @@ fn exactly_seven_bytes_left_gets_an_empty_first_fragment() {
     // 32761 - 7 payload bytes leave exactly 7 bytes in block 0.
     let bytes = write_log(&[big(BLOCK_SIZE - 2 * HEADER_SIZE, 1), b"small".to_vec()]);
     let at = BLOCK_SIZE - HEADER_SIZE;
-    assert_eq!(&bytes[at..BLOCK_SIZE], &[0x64, 0x51, 0xd0, 0xe9, 0x00, 0x00, 0x02]);
+    assert_eq!(
+        &bytes[at..BLOCK_SIZE],
+        &[0x64, 0x51, 0xd0, 0xe9, 0x00, 0x00, 0x02]
+    );
     assert_eq!(bytes[BLOCK_SIZE + 6], RecordType::Last as u8);
     let (out, _, err) = read_log(&bytes, ReadMode::Strict);
     assert!(err.is_none());
@@ -139,7 +152,11 @@ fn bad_checksum_in_strict_mode_is_an_error_naming_file_and_offset() {
     assert_eq!(out, vec![b"first".to_vec()]);
     let err = err.expect("corruption");
     match &err {
-        Error::Corruption { file, offset, reason } => {
+        Error::Corruption {
+            file,
+            offset,
+            reason,
+        } => {
             assert_eq!(file, Path::new(PATH));
             assert_eq!(*offset, 12);
             assert!(reason.contains("checksum mismatch"), "{reason}");
@@ -150,7 +167,12 @@ fn bad_checksum_in_strict_mode_is_an_error_naming_file_and_offset() {
 
 #[test]
 fn bad_checksum_in_tolerant_mode_drops_the_rest_of_the_block_and_goes_on() {
-    let records = vec![b"a".to_vec(), b"b".to_vec(), big(BLOCK_SIZE, 5), b"z".to_vec()];
+    let records = vec![
+        b"a".to_vec(),
+        b"b".to_vec(),
+        big(BLOCK_SIZE, 5),
+        b"z".to_vec(),
+    ];
     let mut bytes = write_log(&records);
     bytes[8 + HEADER_SIZE] ^= 0x80; // record "b", in block 0
     let (out, corruptions, err) = read_log(&bytes, ReadMode::Tolerant);
@@ -234,7 +256,17 @@ fn zero_filled_preallocated_space_is_skipped() {
 #[test]
 fn garbage_never_panics() {
     let mut state = 0x1234_5678_u32;
-    for len in [0usize, 1, 6, 7, 8, 100, BLOCK_SIZE - 1, BLOCK_SIZE + 9, 3 * BLOCK_SIZE] {
+    for len in [
+        0usize,
+        1,
+        6,
+        7,
+        8,
+        100,
+        BLOCK_SIZE - 1,
+        BLOCK_SIZE + 9,
+        3 * BLOCK_SIZE,
+    ] {
         let bytes: Vec<u8> = (0..len)
             .map(|_| {
                 state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
@@ -248,7 +280,12 @@ fn garbage_never_panics() {
 
 #[test]
 fn every_truncation_yields_a_prefix_of_the_records() {
-    let records = vec![b"one".to_vec(), big(40_000, 1), b"three".to_vec(), big(70_000, 2)];
+    let records = vec![
+        b"one".to_vec(),
+        big(40_000, 1),
+        b"three".to_vec(),
+        big(70_000, 2),
+    ];
     let bytes = write_log(&records);
     for cut in (0..bytes.len()).step_by(997).chain([bytes.len()]) {
         let (out, corruptions, err) = read_log(&bytes[..cut], ReadMode::Strict);

@@ -58,10 +58,7 @@ pub struct TableBuilder {
 impl TableBuilder {
     /// A builder writing to `file`, which must be empty.
     pub fn new(options: TableOptions, file: Box<dyn WritableFile>) -> Self {
-        let mut filter = options
-            .filter_policy
-            .clone()
-            .map(FilterBlockBuilder::new);
+        let mut filter = options.filter_policy.clone().map(FilterBlockBuilder::new);
         if let Some(f) = filter.as_mut() {
             f.start_block(0);
         }
@@ -180,8 +177,12 @@ impl TableBuilder {
         let mut metaindex = BlockBuilder::new(self.options.block_restart_interval);
         if let Some(mut filter) = self.filter.take() {
             let contents = filter.finish();
-            let result =
-                write_raw_block(&mut *self.file, &mut self.offset, contents, Compression::None);
+            let result = write_raw_block(
+                &mut *self.file,
+                &mut self.offset,
+                contents,
+                Compression::None,
+            );
             let handle = self.record(result)?;
             let name = self
                 .options

@@ -148,8 +148,7 @@ impl FilterBlockReader {
         let limit = at(index + 1).map(|v| v as usize);
         match (start, limit) {
             (Some(start), Some(limit)) if start <= limit && limit <= self.array_offset => {
-                self.policy
-                    .key_may_match(key, &self.data[start..limit])
+                self.policy.key_may_match(key, &self.data[start..limit])
             }
             _ => true,
         }
@@ -182,9 +181,7 @@ mod tests {
         b.add_key(b"world");
         assert_eq!(
             b.finish(),
-            &[
-                0x11, 0x40, 0x00, 0x41, 0x44, 0x10, 0x40, 0x10, 0x06, 0, 0, 0, 0, 9, 0, 0, 0, 0x0b
-            ]
+            &[0x11, 0x40, 0x00, 0x41, 0x44, 0x10, 0x40, 0x10, 0x06, 0, 0, 0, 0, 9, 0, 0, 0, 0x0b]
         );
     }
 

@@ -250,7 +250,10 @@ mod tests {
         let bytes = footer.encode();
         assert_eq!(&bytes[..7], &[0x83, 0x6f, 0x08, 0x90, 0x6f, 0xa0, 0x02]);
         assert!(bytes[7..40].iter().all(|&b| b == 0));
-        assert_eq!(&bytes[40..], &[0x57, 0xfb, 0x80, 0x8b, 0x24, 0x75, 0x47, 0xdb]);
+        assert_eq!(
+            &bytes[40..],
+            &[0x57, 0xfb, 0x80, 0x8b, 0x24, 0x75, 0x47, 0xdb]
+        );
         assert_eq!(Footer::decode(&bytes, Path::new("t"), 0).unwrap(), footer);
     }
 
@@ -307,6 +310,9 @@ mod tests {
             compress_block(&random, Compression::Snappy, &mut scratch),
             Compression::None
         );
-        assert_eq!(compress_block(&[0u8; 8], Compression::Snappy, &mut scratch), Compression::None);
+        assert_eq!(
+            compress_block(&[0u8; 8], Compression::Snappy, &mut scratch),
+            Compression::None
+        );
     }
 }

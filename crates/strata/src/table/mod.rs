@@ -57,7 +57,10 @@ impl std::fmt::Debug for TableOptions {
             .field("block_size", &self.block_size)
             .field("block_restart_interval", &self.block_restart_interval)
             .field("compression", &self.compression)
-            .field("filter_policy", &self.filter_policy.as_ref().map(|p| p.name()))
+            .field(
+                "filter_policy",
+                &self.filter_policy.as_ref().map(|p| p.name()),
+            )
             .finish()
     }
 }

@@ -43,7 +43,12 @@ fn build(env: &MemEnv, options: &TableOptions, entries: &[(Vec<u8>, Vec<u8>)]) -
     b.finish(true).unwrap()
 }
 
-fn open(env: &MemEnv, options: &TableOptions, size: u64, cache: Option<Arc<BlockCache>>) -> Result<Arc<Table>> {
+fn open(
+    env: &MemEnv,
+    options: &TableOptions,
+    size: u64,
+    cache: Option<Arc<BlockCache>>,
+) -> Result<Arc<Table>> {
     let file = env.new_random_access_file(Path::new(PATH))?;
     Table::open(options.clone(), file, Path::new(PATH), size, cache).map(Arc::new)
 }
@@ -59,7 +64,8 @@ fn option_sets() -> Vec<TableOptions> {
                         block_restart_interval: restart,
                         compression,
                         filter_policy: bloom.then(|| {
-                            Arc::new(BloomFilterPolicy::new(10)) as Arc<dyn crate::filter::FilterPolicy>
+                            Arc::new(BloomFilterPolicy::new(10))
+                                as Arc<dyn crate::filter::FilterPolicy>
                         }),
                         ..TableOptions::default()
                     });
@@ -100,7 +106,9 @@ fn get_finds_every_key_and_rejects_missing_ones() {
         let read = BlockReadOptions::default();
         for (k, v) in &entries {
             let lookup = ikey(user_key(k), u64::MAX >> 8);
-            let got = table.get(&read, &lookup, |fk, fv| (fk.to_vec(), fv.to_vec())).unwrap();
+            let got = table
+                .get(&read, &lookup, |fk, fv| (fk.to_vec(), fv.to_vec()))
+                .unwrap();
             let (fk, fv) = got.expect("present key");
             assert_eq!(user_key(&fk), user_key(k));
             assert_eq!(&fv, v);
@@ -109,7 +117,9 @@ fn get_finds_every_key_and_rejects_missing_ones() {
         for i in 0..300 {
             let missing = format!("key{:08}", i * 2 + 1).into_bytes();
             let lookup = ikey(&missing, u64::MAX >> 8);
-            let found = table.get(&read, &lookup, |fk, _| user_key(fk) == missing).unwrap();
+            let found = table
+                .get(&read, &lookup, |fk, _| user_key(fk) == missing)
+                .unwrap();
             assert_ne!(found, Some(true));
         }
     }
@@ -128,7 +138,9 @@ fn bloom_filter_skips_data_blocks_for_absent_keys() {
     let read = BlockReadOptions::default();
     for i in 0..2000 {
         let missing = format!("key{:08}", i * 2 + 1).into_bytes();
-        table.get(&read, &ikey(&missing, 1 << 50), |_, _| ()).unwrap();
+        table
+            .get(&read, &ikey(&missing, 1 << 50), |_, _| ())
+            .unwrap();
     }
     // Only false positives (about 1%) may read a block.
     assert!(cache.usage() < 40 * 4096, "usage {}", cache.usage());
@@ -169,18 +181,31 @@ fn empty_table_has_no_entries() {
 #[test]
 fn large_values_span_their_own_blocks() {
     let entries: Vec<_> = (0..20)
-        .map(|i| (ikey(format!("big{i:02}").as_bytes(), i + 1), vec![i as u8; 100_000]))
+        .map(|i| {
+            (
+                ikey(format!("big{i:02}").as_bytes(), i + 1),
+                vec![i as u8; 100_000],
+            )
+        })
         .collect();
     let options = TableOptions::default();
     let env = MemEnv::new();
     let size = build(&env, &options, &entries);
     let table = open(&env, &options, size, None).unwrap();
     let icmp = InternalKeyComparator::new(crate::comparator::bytewise());
-    check_against_model(&mut table.iter(BlockReadOptions::default()), &entries, &icmp, &[]);
+    check_against_model(
+        &mut table.iter(BlockReadOptions::default()),
+        &entries,
+        &icmp,
+        &[],
+    );
 }
 
 /// Reads the whole table every way; returns what it saw, or the first error.
-fn read_everything(table: &Arc<Table>, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+fn read_everything(
+    table: &Arc<Table>,
+    entries: &[(Vec<u8>, Vec<u8>)],
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
     let mut it = table.iter(BlockReadOptions::default());
     let mut seen = Vec::new();
     it.seek_to_first();
@@ -197,9 +222,14 @@ fn read_everything(table: &Arc<Table>, entries: &[(Vec<u8>, Vec<u8>)]) -> Result
     }
     it.status()?;
     back.reverse();
-    assert!(back == seen, "backward scan differs from forward scan without an error");
+    assert!(
+        back == seen,
+        "backward scan differs from forward scan without an error"
+    );
     for (k, v) in entries {
-        let got = table.get(&BlockReadOptions::default(), k, |fk, fv| (fk.to_vec(), fv.to_vec()))?;
+        let got = table.get(&BlockReadOptions::default(), k, |fk, fv| {
+            (fk.to_vec(), fv.to_vec())
+        })?;
         if let Some((fk, fv)) = got {
             if &fk == k {
                 assert_eq!(&fv, v, "a lookup returned a wrong value without an error");
@@ -226,7 +256,8 @@ fn every_bit_flip_gives_the_right_answer_or_a_corruption_error() {
             let mut damaged = original.clone();
             damaged[i] ^= 1 << (i % 8);
             write_file(&env, Path::new(PATH), &damaged, false).unwrap();
-            let result = open(&env, &options, size, None).and_then(|t| read_everything(&t, &entries));
+            let result =
+                open(&env, &options, size, None).and_then(|t| read_everything(&t, &entries));
             match result {
                 Ok(seen) => assert!(seen == entries, "flip at {i}: silent wrong contents"),
                 Err(e) => {
@@ -240,7 +271,10 @@ fn every_bit_flip_gives_the_right_answer_or_a_corruption_error() {
         // block (13 bytes), which is then never read.
         let harmless = original.len() - errors;
         let allowed = 40 + if bloom { 0 } else { 13 };
-        assert!(harmless <= allowed, "bloom {bloom}: {harmless} harmless flips");
+        assert!(
+            harmless <= allowed,
+            "bloom {bloom}: {harmless} harmless flips"
+        );
     }
 }
 
@@ -274,8 +308,14 @@ fn block_handle_past_the_end_of_the_file_is_corruption() {
     let mut bytes = read_file_to_vec(&env, Path::new(PATH)).unwrap();
     let footer_at = bytes.len() - 48;
     let footer = Footer {
-        metaindex: BlockHandle { offset: 0, size: 10 },
-        index: BlockHandle { offset: size * 4, size: 100 },
+        metaindex: BlockHandle {
+            offset: 0,
+            size: 10,
+        },
+        index: BlockHandle {
+            offset: size * 4,
+            size: 100,
+        },
     };
     bytes[footer_at..].copy_from_slice(&footer.encode());
     write_file(&env, Path::new(PATH), &bytes, false).unwrap();
@@ -283,12 +323,20 @@ fn block_handle_past_the_end_of_the_file_is_corruption() {
     assert!(err.to_string().contains("past the end"), "{err}");
     // A size so large it cannot be allocated is refused before any allocation.
     let footer = Footer {
-        metaindex: BlockHandle { offset: 0, size: 10 },
-        index: BlockHandle { offset: 0, size: u64::MAX - 2 },
+        metaindex: BlockHandle {
+            offset: 0,
+            size: 10,
+        },
+        index: BlockHandle {
+            offset: 0,
+            size: u64::MAX - 2,
+        },
     };
     bytes[footer_at..].copy_from_slice(&footer.encode());
     write_file(&env, Path::new(PATH), &bytes, false).unwrap();
-    assert!(open(&env, &options, size, None).unwrap_err().is_corruption());
+    assert!(open(&env, &options, size, None)
+        .unwrap_err()
+        .is_corruption());
 }
 
 #[test]

@@ -133,7 +133,9 @@ impl VersionEdit {
         while !d.is_empty() {
             let at = d.position();
             let fail = |what: &'static str| Error::corruption("", at as u64, what);
-            let tag = d.varint32().ok_or_else(|| fail("bad tag in version edit"))?;
+            let tag = d
+                .varint32()
+                .ok_or_else(|| fail("bad tag in version edit"))?;
             match tag {
                 TAG_COMPARATOR => {
                     let name = d
@@ -159,8 +161,8 @@ impl VersionEdit {
                 }
                 TAG_COMPACT_POINTER => {
                     let level = decode_level(&mut d).ok_or_else(|| fail("bad compact pointer"))?;
-                    let key = decode_internal_key(&mut d)
-                        .ok_or_else(|| fail("bad compact pointer"))?;
+                    let key =
+                        decode_internal_key(&mut d).ok_or_else(|| fail("bad compact pointer"))?;
                     edit.compact_pointers.push((level, key));
                 }
                 TAG_DELETED_FILE => {

@@ -31,7 +31,10 @@ pub fn shared_fixtures() -> Option<PathBuf> {
         "CI must have the shared fixtures at {}",
         dir.display()
     );
-    eprintln!("note: {} not found; skipping the shared fixture", dir.display());
+    eprintln!(
+        "note: {} not found; skipping the shared fixture",
+        dir.display()
+    );
     None
 }
 

@@ -59,7 +59,11 @@ impl Block {
         let restarts_offset = len - 4 - 4 * num_restarts;
         let mut previous = None;
         // A block with no entries has nothing to point at (LevelDB writes one restart, 0).
-        let checked_restarts = if restarts_offset == 0 { 0 } else { num_restarts };
+        let checked_restarts = if restarts_offset == 0 {
+            0
+        } else {
+            num_restarts
+        };
         for i in 0..checked_restarts {
             let r = decode_fixed32(&data[restarts_offset + 4 * i..]).expect("in bounds") as usize;
             if r >= restarts_offset || previous.is_some_and(|p| r <= p) {
@@ -134,7 +138,12 @@ fn decode_entry(data: &[u8], offset: usize, limit: usize) -> Option<EntryHeader>
             let (shared, a) = decode_varint32(src)?;
             let (non_shared, b) = decode_varint32(&src[a..])?;
             let (value_len, c) = decode_varint32(&src[a + b..])?;
-            (shared as usize, non_shared as usize, value_len as usize, a + b + c)
+            (
+                shared as usize,
+                non_shared as usize,
+                value_len as usize,
+                a + b + c,
+            )
         };
     if src.len() - header_len < non_shared.checked_add(value_len)? {
         return None;
@@ -277,8 +286,7 @@ impl BlockIter {
         while index > 0 && self.block.restart_point(index) >= before {
             index -= 1;
         }
-        while index + 1 < self.block.num_restarts && self.block.restart_point(index + 1) < before
-        {
+        while index + 1 < self.block.num_restarts && self.block.restart_point(index + 1) < before {
             index += 1;
         }
         self.run.clear();
@@ -326,7 +334,11 @@ impl BlockIter {
 
     fn set_run_position(&mut self, pos: usize) {
         let entry = self.run[pos];
-        let key_start = if pos == 0 { 0 } else { self.run[pos - 1].key_end };
+        let key_start = if pos == 0 {
+            0
+        } else {
+            self.run[pos - 1].key_end
+        };
         self.key.clear();
         self.key
             .extend_from_slice(&self.run_keys[key_start..entry.key_end]);

@@ -37,7 +37,13 @@ fn entries(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
 
 #[test]
 fn bytes_match_the_format_vector() {
-    let data = build(&[(b"abc".to_vec(), b"x".to_vec()), (b"abd".to_vec(), b"y".to_vec())], 16);
+    let data = build(
+        &[
+            (b"abc".to_vec(), b"x".to_vec()),
+            (b"abd".to_vec(), b"y".to_vec()),
+        ],
+        16,
+    );
     assert_eq!(
         data,
         [0, 3, 1, b'a', b'b', b'c', b'x', 2, 1, 1, b'd', b'y', 0, 0, 0, 0, 1, 0, 0, 0]
@@ -62,7 +68,9 @@ fn empty_block_is_one_restart() {
 #[test]
 fn iterator_contract_holds_for_every_restart_interval() {
     let model = entries(200);
-    let mut probes: Vec<Vec<u8>> = (0..610).map(|i| format!("key{i:06}").into_bytes()).collect();
+    let mut probes: Vec<Vec<u8>> = (0..610)
+        .map(|i| format!("key{i:06}").into_bytes())
+        .collect();
     probes.push(b"".to_vec());
     probes.push(b"zzz".to_vec());
     for interval in [1, 2, 3, 16, 500] {
@@ -77,7 +85,12 @@ fn single_entry_block_works_both_ways() {
     let model = vec![(b"only".to_vec(), b"one".to_vec())];
     let block = parse(build(&model, 16)).unwrap();
     let mut it = block.iter(bytewise());
-    check_against_model(&mut it, &model, &BytewiseComparatorRef, &[b"a".to_vec(), b"z".to_vec()]);
+    check_against_model(
+        &mut it,
+        &model,
+        &BytewiseComparatorRef,
+        &[b"a".to_vec(), b"z".to_vec()],
+    );
 }
 
 struct BytewiseComparatorRef;
@@ -94,7 +107,11 @@ impl Comparator for BytewiseComparatorRef {
 
 fn expect_corruption(result: Result<Arc<Block>>, reason: &str) {
     match result {
-        Err(Error::Corruption { file, offset, reason: r }) => {
+        Err(Error::Corruption {
+            file,
+            offset,
+            reason: r,
+        }) => {
             assert_eq!(file, Path::new("/db/000009.ldb"));
             assert_eq!(offset, 4096);
             assert!(r.contains(reason), "{r}");

@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! LevelDB 1.23 itself (Debian's libleveldb, through its C API) reads what strata writes.
+//!
+//! Each case writes a whole database directory with strata's format code alone: tables on two
+//! levels (compressed or not, with or without a bloom filter), a write-ahead log of batches on
+//! top, a MANIFEST and CURRENT. LevelDB then opens it with paranoid checks, replays the log,
+//! and must return exactly the contents a `BTreeMap` model holds, by a forward scan, a backward
+//! scan, and a point lookup of every present and many absent keys (through strata's filters
+//! when they are on).
+//!
+//! Run with `cargo test -p strata --features leveldb-interop --test leveldb_interop` after
+//! `scripts/install-peers.sh --leveldb-only`.
+
+#![cfg(feature = "leveldb-interop")]
+#![allow(unsafe_code)]
+
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_int, c_uchar, CStr, CString};
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::env::write_file;
+use strata::filter::BloomFilterPolicy;
+use strata::key::{append_internal_key, ValueKind};
+use strata::log::LogWriter;
+use strata::table::{Compression, TableBuilder, TableOptions};
+use strata::version::{FileMetaData, VersionEdit};
+use strata::{Env, PosixEnv, WriteBatch};
+
+mod ffi {
+    use super::*;
+
+    #[repr(C)]
+    pub struct Db {
+        _private: [u8; 0],
+    }
+    #[repr(C)]
+    pub struct Options {
+        _private: [u8; 0],
+    }
+    #[repr(C)]
+    pub struct ReadOptions {
+        _private: [u8; 0],
+    }
+    #[repr(C)]
+    pub struct Iter {
+        _private: [u8; 0],
+    }
+    #[repr(C)]
+    pub struct FilterPolicy {
+        _private: [u8; 0],
+    }
+
+    #[link(name = "leveldb")]
+    extern "C" {
+        pub fn leveldb_options_create() -> *mut Options;
+        pub fn leveldb_options_destroy(o: *mut Options);
+        pub fn leveldb_options_set_paranoid_checks(o: *mut Options, v: c_uchar);
+        pub fn leveldb_options_set_filter_policy(o: *mut Options, p: *mut FilterPolicy);
+        pub fn leveldb_filterpolicy_create_bloom(bits_per_key: c_int) -> *mut FilterPolicy;
+        pub fn leveldb_filterpolicy_destroy(p: *mut FilterPolicy);
+        pub fn leveldb_open(
+            o: *const Options,
+            name: *const c_char,
+            err: *mut *mut c_char,
+        ) -> *mut Db;
+        pub fn leveldb_close(db: *mut Db);
+        pub fn leveldb_readoptions_create() -> *mut ReadOptions;
+        pub fn leveldb_readoptions_destroy(o: *mut ReadOptions);
+        pub fn leveldb_readoptions_set_verify_checksums(o: *mut ReadOptions, v: c_uchar);
+        pub fn leveldb_get(
+            db: *mut Db,
+            o: *const ReadOptions,
+            key: *const c_char,
+            keylen: usize,
+            vallen: *mut usize,
+            err: *mut *mut c_char,
+        ) -> *mut c_char;
+        pub fn leveldb_free(ptr: *mut std::ffi::c_void);
+        pub fn leveldb_create_iterator(db: *mut Db, o: *const ReadOptions) -> *mut Iter;
+        pub fn leveldb_iter_destroy(it: *mut Iter);
+        pub fn leveldb_iter_valid(it: *const Iter) -> c_uchar;
+        pub fn leveldb_iter_seek_to_first(it: *mut Iter);
+        pub fn leveldb_iter_seek_to_last(it: *mut Iter);
+        pub fn leveldb_iter_next(it: *mut Iter);
+        pub fn leveldb_iter_prev(it: *mut Iter);
+        pub fn leveldb_iter_key(it: *const Iter, len: *mut usize) -> *const c_char;
+        pub fn leveldb_iter_value(it: *const Iter, len: *mut usize) -> *const c_char;
+        pub fn leveldb_iter_get_error(it: *const Iter, err: *mut *mut c_char);
+    }
+}
+
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// An open LevelDB database, closed on drop.
+struct LevelDb {
+    db: *mut ffi::Db,
+    options: *mut ffi::Options,
+    policy: *mut ffi::FilterPolicy,
+    read: *mut ffi::ReadOptions,
+}
+
+fn take_error(err: *mut c_char) -> Result<(), String> {
+    if err.is_null() {
+        return Ok(());
+    }
+    // SAFETY: LevelDB sets `err` to a NUL-terminated string it allocated with malloc.
+    let msg = unsafe { CStr::from_ptr(err) }
+        .to_string_lossy()
+        .into_owned();
+    // SAFETY: `err` came from LevelDB's allocator and is freed once.
+    unsafe { ffi::leveldb_free(err.cast()) };
+    Err(msg)
+}
+
+impl LevelDb {
+    fn open(dir: &Path, bloom_bits: Option<i32>) -> Result<LevelDb, String> {
+        let name = CString::new(dir.to_str().unwrap()).unwrap();
+        // SAFETY: plain C API calls on objects this function creates and owns; the options
+        // and policy outlive the database because `Drop` closes it first.
+        unsafe {
+            let options = ffi::leveldb_options_create();
+            ffi::leveldb_options_set_paranoid_checks(options, 1);
+            let policy = match bloom_bits {
+                Some(bits) => {
+                    let p = ffi::leveldb_filterpolicy_create_bloom(bits);
+                    ffi::leveldb_options_set_filter_policy(options, p);
+                    p
+                }
+                None => std::ptr::null_mut(),
+            };
+            let mut err = std::ptr::null_mut();
+            let db = ffi::leveldb_open(options, name.as_ptr(), &mut err);
+            let read = ffi::leveldb_readoptions_create();
+            ffi::leveldb_readoptions_set_verify_checksums(read, 1);
+            let handle = LevelDb {
+                db,
+                options,
+                policy,
+                read,
+            };
+            take_error(err)?;
+            Ok(handle)
+        }
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        let mut len = 0usize;
+        let mut err = std::ptr::null_mut();
+        // SAFETY: `self.db` is open; `key` is valid for `key.len()` bytes during the call.
+        let ptr = unsafe {
+            ffi::leveldb_get(
+                self.db,
+                self.read,
+                key.as_ptr().cast(),
+                key.len(),
+                &mut len,
+                &mut err,
+            )
+        };
+        take_error(err)?;
+        if ptr.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: LevelDB returned a malloc'ed buffer of `len` bytes, freed right after copying.
+        let value = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }.to_vec();
+        // SAFETY: freed once, with LevelDB's allocator.
+        unsafe { ffi::leveldb_free(ptr.cast()) };
+        Ok(Some(value))
+    }
+
+    fn scan(&self, reverse: bool) -> Result<Entries, String> {
+        let mut out = Vec::new();
+        // SAFETY: the iterator is created from the open database, used only while it is open,
+        // and destroyed before returning; key and value slices are copied before it moves.
+        unsafe {
+            let it = ffi::leveldb_create_iterator(self.db, self.read);
+            if reverse {
+                ffi::leveldb_iter_seek_to_last(it);
+            } else {
+                ffi::leveldb_iter_seek_to_first(it);
+            }
+            while ffi::leveldb_iter_valid(it) != 0 {
+                let (mut kl, mut vl) = (0usize, 0usize);
+                let k = ffi::leveldb_iter_key(it, &mut kl);
+                let v = ffi::leveldb_iter_value(it, &mut vl);
+                out.push((
+                    std::slice::from_raw_parts(k.cast::<u8>(), kl).to_vec(),
+                    std::slice::from_raw_parts(v.cast::<u8>(), vl).to_vec(),
+                ));
+                if reverse {
+                    ffi::leveldb_iter_prev(it);
+                } else {
+                    ffi::leveldb_iter_next(it);
+                }
+            }
+            let mut err = std::ptr::null_mut();
+            ffi::leveldb_iter_get_error(it, &mut err);
+            ffi::leveldb_iter_destroy(it);
+            take_error(err)?;
+        }
+        if reverse {
+            out.reverse();
+        }
+        Ok(out)
+    }
+}
+
+impl Drop for LevelDb {
+    fn drop(&mut self) {
+        // SAFETY: each object was created by `open` and is destroyed exactly once, the database
+        // before the options and the filter policy it uses.
+        unsafe {
+            if !self.db.is_null() {
+                ffi::leveldb_close(self.db);
+            }
+            ffi::leveldb_readoptions_destroy(self.read);
+            ffi::leveldb_options_destroy(self.options);
+            if !self.policy.is_null() {
+                ffi::leveldb_filterpolicy_destroy(self.policy);
+            }
+        }
+    }
+}
+
+fn ikey(user: &[u8], seqno: u64, kind: ValueKind) -> Vec<u8> {
+    let mut k = Vec::new();
+    append_internal_key(&mut k, user, seqno, kind);
+    k
+}
+
+fn user(i: u32) -> Vec<u8> {
+    format!("key{i:07}").into_bytes()
+}
+
+fn value(i: u32, version: u32) -> Vec<u8> {
+    // Half varied, half repetitive: compressible, like db_bench's values.
+    let mut v = format!("v{version}-{i}-").into_bytes();
+    let mut x = i.wrapping_mul(2_654_435_761).wrapping_add(version);
+    while v.len() < 60 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        v.push(b'a' + (x % 26) as u8);
+    }
+    v.extend(std::iter::repeat_n(b'x', 40 + (i % 50) as usize));
+    v
+}
+
+/// Writes one table of `entries` (sorted internal keys) and returns its metadata.
+fn write_table(
+    dir: &Path,
+    number: u64,
+    options: &TableOptions,
+    entries: &[(Vec<u8>, Vec<u8>)],
+) -> FileMetaData {
+    let env = PosixEnv::new();
+    let path = dir.join(format!("{number:06}.ldb"));
+    let mut builder = TableBuilder::new(options.clone(), env.new_writable_file(&path).unwrap());
+    for (k, v) in entries {
+        builder.add(k, v).unwrap();
+    }
+    let file_size = builder.finish(true).unwrap();
+    FileMetaData {
+        number,
+        file_size,
+        smallest: entries.first().unwrap().0.clone(),
+        largest: entries.last().unwrap().0.clone(),
+    }
+}
+
+/// Builds a database with strata's format code and returns the model of its contents.
+fn write_database(dir: &Path, options: &TableOptions) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    const N: u32 = 20_000;
+    let mut model = BTreeMap::new();
+    // Level 2, older: every key, seqnos 1..=N.
+    let l2: Vec<_> = (0..N)
+        .map(|i| {
+            (
+                ikey(&user(i), u64::from(i) + 1, ValueKind::Value),
+                value(i, 0),
+            )
+        })
+        .collect();
+    for i in 0..N {
+        model.insert(user(i), value(i, 0));
+    }
+    // Level 1, newer: every third key overwritten, every tenth key deleted.
+    let mut seq = u64::from(N);
+    let mut l1 = Vec::new();
+    for i in 0..N {
+        if i % 3 == 0 {
+            seq += 1;
+            l1.push((ikey(&user(i), seq, ValueKind::Value), value(i, 1)));
+            model.insert(user(i), value(i, 1));
+        } else if i % 10 == 1 {
+            seq += 1;
+            l1.push((ikey(&user(i), seq, ValueKind::Deletion), Vec::new()));
+            model.remove(&user(i));
+        }
+    }
+    let last_table_seq = seq;
+    let f2 = write_table(dir, 1, options, &l2);
+    let f1 = write_table(dir, 2, options, &l1);
+
+    // The log, replayed on top: batches of puts and deletes, new keys and overwrites.
+    let env = PosixEnv::new();
+    let mut log = LogWriter::new(env.new_writable_file(&dir.join("000004.log")).unwrap());
+    for b in 0..50u32 {
+        let mut batch = WriteBatch::new();
+        batch.set_seqno(seq + 1);
+        for j in 0..40u32 {
+            let i = (b * 397 + j * 31) % (N + 500);
+            if j % 5 == 0 {
+                batch.delete(&user(i));
+                model.remove(&user(i));
+            } else {
+                batch.put(&user(i), &value(i, 2 + b));
+                model.insert(user(i), value(i, 2 + b));
+            }
+        }
+        seq += u64::from(batch.count());
+        log.add_record(batch.encoded()).unwrap();
+    }
+    // One record large enough to be fragmented across blocks.
+    let mut batch = WriteBatch::new();
+    batch.set_seqno(seq + 1);
+    batch.put(b"large", &vec![7u8; 100_000]);
+    model.insert(b"large".to_vec(), vec![7u8; 100_000]);
+    log.add_record(batch.encoded()).unwrap();
+    log.sync().unwrap();
+
+    // MANIFEST-000003: the comparator, then the live files and the counters.
+    let mut manifest = LogWriter::new(env.new_writable_file(&dir.join("MANIFEST-000003")).unwrap());
+    let mut first = Vec::new();
+    VersionEdit {
+        comparator: Some("leveldb.BytewiseComparator".into()),
+        ..Default::default()
+    }
+    .encode_into(&mut first);
+    manifest.add_record(&first).unwrap();
+    let mut edit = VersionEdit {
+        log_number: Some(4),
+        prev_log_number: Some(0),
+        next_file_number: Some(5),
+        last_sequence: Some(last_table_seq),
+        ..Default::default()
+    };
+    edit.new_files.push((1, f1));
+    edit.new_files.push((2, f2));
+    let mut second = Vec::new();
+    edit.encode_into(&mut second);
+    manifest.add_record(&second).unwrap();
+    manifest.sync().unwrap();
+    write_file(&env, &dir.join("CURRENT"), b"MANIFEST-000003\n", true).unwrap();
+    model
+}
+
+fn check_case(compression: Compression, bloom: bool) {
+    let tmp = tempfile::tempdir().unwrap();
+    let options = TableOptions {
+        compression,
+        filter_policy: bloom.then(|| Arc::new(BloomFilterPolicy::new(10)) as _),
+        ..TableOptions::default()
+    };
+    let model = write_database(tmp.path(), &options);
+    let case = format!("compression {compression:?}, bloom {bloom}");
+    let db =
+        LevelDb::open(tmp.path(), bloom.then_some(10)).unwrap_or_else(|e| panic!("{case}: {e}"));
+    let expected: Vec<_> = model.clone().into_iter().collect();
+    assert!(db.scan(false).unwrap() == expected, "{case}: forward scan");
+    assert!(db.scan(true).unwrap() == expected, "{case}: backward scan");
+    for (k, v) in &model {
+        assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "{case}: get {k:?}");
+    }
+    let mut absent = 0;
+    for i in 0..21_000 {
+        let k = user(i);
+        if !model.contains_key(&k) {
+            assert_eq!(db.get(&k).unwrap(), None, "{case}: absent {k:?}");
+            absent += 1;
+        }
+    }
+    assert!(absent > 2000, "{case}: {absent} absent keys probed");
+}
+
+#[test]
+fn leveldb_reads_uncompressed_tables_without_filters() {
+    check_case(Compression::None, false);
+}
+
+#[test]
+fn leveldb_reads_snappy_tables_without_filters() {
+    check_case(Compression::Snappy, false);
+}
+
+#[test]
+fn leveldb_reads_uncompressed_tables_through_strata_bloom_filters() {
+    check_case(Compression::None, true);
+}
+
+#[test]
+fn leveldb_reads_snappy_tables_through_strata_bloom_filters() {
+    check_case(Compression::Snappy, true);
+}
