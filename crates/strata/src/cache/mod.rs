@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! Caches: the block cache (uncompressed blocks, bounded in bytes) and the table cache (open
-//! tables, bounded by `max_open_files`).
+//! Caches: the [`BlockCache`] (uncompressed table blocks, bounded in bytes) and the
+//! [`TableCache`] (open tables, bounded by `max_open_files`).
+//!
+//! Both are built on `quick_cache`, which beat a hand-written sharded LRU on the access patterns
+//! of db_bench's readrandom and readhot (`benches/cache.rs`; figures in docs/benchmarks.md).
 
 mod block_cache;
-mod lru;
+mod table_cache;
 
 pub use block_cache::BlockCache;
-pub use lru::LruCache;
+pub use table_cache::TableCache;

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`TableCache`]: open tables, bounded in number so that a database keeps at most about
+//! `max_open_files` descriptors open.
+//!
+//! A table evicted from the cache stays open while some reader still holds its `Arc`; its file
+//! is closed when the last holder drops it.
+//!
+//! Locking: concurrent lookups of a table that is not open yet wait for one of them to open it
+//! (quick_cache's placeholder guard), so a file is never opened twice at once.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::BlockCache;
+use crate::env::Env;
+use crate::error::Result;
+use crate::table::{Table, TableOptions};
+
+/// File descriptors LevelDB keeps back from `max_open_files` for logs, the MANIFEST and others.
+const RESERVED_FILES: usize = 10;
+
+/// Opens tables on demand and keeps the most useful ones open.
+///
+/// # Example
+///
+/// ```
+/// use std::path::Path;
+/// use std::sync::Arc;
+/// use strata::cache::TableCache;
+/// use strata::key::{append_internal_key, ValueKind};
+/// use strata::table::{TableBuilder, TableOptions};
+/// use strata::{Env, MemEnv};
+///
+/// let env = Arc::new(MemEnv::new());
+/// env.create_dir_all(Path::new("/db")).unwrap();
+/// let file = env.new_writable_file(Path::new("/db/000007.ldb")).unwrap();
+/// let mut builder = TableBuilder::new(TableOptions::default(), file);
+/// let mut key = Vec::new();
+/// append_internal_key(&mut key, b"k", 1, ValueKind::Value);
+/// builder.add(&key, b"v").unwrap();
+/// let size = builder.finish(true).unwrap();
+///
+/// let tables = TableCache::new(env, Path::new("/db"), TableOptions::default(), None, 1000);
+/// let table = tables.get(7, size).unwrap();
+/// assert!(Arc::ptr_eq(&table, &tables.get(7, size).unwrap()));
+/// ```
+pub struct TableCache {
+    env: Arc<dyn Env>,
+    dir: PathBuf,
+    options: TableOptions,
+    block_cache: Option<Arc<BlockCache>>,
+    tables: quick_cache::sync::Cache<u64, Arc<Table>>,
+}
+
+impl std::fmt::Debug for TableCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableCache")
+            .field("dir", &self.dir)
+            .field("open", &self.tables.len())
+            .finish()
+    }
+}
+
+impl TableCache {
+    /// A cache for the tables of the database in `dir`, keeping up to `max_open_files - 10`
+    /// tables open (at least 1).
+    pub fn new(
+        env: Arc<dyn Env>,
+        dir: &Path,
+        options: TableOptions,
+        block_cache: Option<Arc<BlockCache>>,
+        max_open_files: usize,
+    ) -> Self {
+        let capacity = max_open_files.saturating_sub(RESERVED_FILES).max(1);
+        TableCache {
+            env,
+            dir: dir.to_path_buf(),
+            options,
+            block_cache,
+            tables: quick_cache::sync::Cache::new(capacity),
+        }
+    }
+
+    /// The open table with this file number, opening it if needed. `file_size` is the size the
+    /// MANIFEST records.
+    ///
+    /// # Errors
+    /// An I/O error naming `NNNNNN.ldb` if neither `NNNNNN.ldb` nor the legacy `NNNNNN.sst`
+    /// can be opened; corruption if the table is damaged.
+    pub fn get(&self, file_number: u64, file_size: u64) -> Result<Arc<Table>> {
+        self.tables
+            .get_or_insert_with(&file_number, || self.open(file_number, file_size))
+    }
+
+    fn open(&self, file_number: u64, file_size: u64) -> Result<Arc<Table>> {
+        let ldb = self.dir.join(format!("{file_number:06}.ldb"));
+        let (path, file) = match self.env.new_random_access_file(&ldb) {
+            Ok(file) => (ldb, file),
+            Err(e) if e.is_not_found() => {
+                // LevelDB before 1.14 named tables `.sst`.
+                let sst = self.dir.join(format!("{file_number:06}.sst"));
+                match self.env.new_random_access_file(&sst) {
+                    Ok(file) => (sst, file),
+                    Err(_) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        };
+        let table = Table::open(
+            self.options.clone(),
+            file,
+            &path,
+            file_size,
+            self.block_cache.clone(),
+        )?;
+        Ok(Arc::new(table))
+    }
+
+    /// Forgets the table with this file number (for example once it is deleted).
+    pub fn evict(&self, file_number: u64) {
+        self.tables.remove(&file_number);
+    }
+
+    /// The number of tables held open by the cache.
+    pub fn open_count(&self) -> usize {
+        self.tables.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::MemEnv;
+    use crate::key::{append_internal_key, ValueKind};
+    use crate::table::TableBuilder;
+
+    fn make_table(env: &MemEnv, name: &str) -> u64 {
+        let file = env.new_writable_file(&Path::new("/db").join(name)).unwrap();
+        let mut b = TableBuilder::new(TableOptions::default(), file);
+        let mut key = Vec::new();
+        append_internal_key(&mut key, name.as_bytes(), 1, ValueKind::Value);
+        b.add(&key, b"v").unwrap();
+        b.finish(true).unwrap()
+    }
+
+    fn setup(max_open_files: usize) -> (MemEnv, TableCache) {
+        let env = MemEnv::new();
+        env.create_dir_all(Path::new("/db")).unwrap();
+        let cache = TableCache::new(
+            Arc::new(env.clone()),
+            Path::new("/db"),
+            TableOptions::default(),
+            None,
+            max_open_files,
+        );
+        (env, cache)
+    }
+
+    #[test]
+    fn opens_legacy_sst_names() {
+        let (env, cache) = setup(100);
+        let size = make_table(&env, "000003.sst");
+        let table = cache.get(3, size).unwrap();
+        assert!(table.path().ends_with("000003.sst"));
+    }
+
+    #[test]
+    fn missing_table_names_the_ldb_path() {
+        let (_env, cache) = setup(100);
+        let err = cache.get(42, 100).unwrap_err();
+        assert!(err.is_not_found());
+        assert!(err.to_string().contains("000042.ldb"), "{err}");
+    }
+
+    #[test]
+    fn damaged_table_is_corruption_and_is_not_cached() {
+        let (env, cache) = setup(100);
+        crate::env::write_file(&env, Path::new("/db/000005.ldb"), &[0u8; 100], false).unwrap();
+        assert!(cache.get(5, 100).unwrap_err().is_corruption());
+        assert_eq!(cache.open_count(), 0);
+    }
+
+    #[test]
+    fn holds_a_bounded_number_of_tables() {
+        let (env, cache) = setup(RESERVED_FILES + 20);
+        let sizes: Vec<u64> = (1..=200)
+            .map(|n| make_table(&env, &format!("{n:06}.ldb")))
+            .collect();
+        for (i, &size) in sizes.iter().enumerate() {
+            cache.get(i as u64 + 1, size).unwrap();
+            assert!(cache.open_count() <= 20, "{} open", cache.open_count());
+        }
+        cache.evict(200);
+        assert!(cache.open_count() <= 19);
+    }
+}
