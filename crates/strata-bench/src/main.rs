@@ -15,7 +15,11 @@ use clap::Parser;
 
 /// Command-line flags, spelled as LevelDB's db_bench spells them.
 #[derive(Parser, Debug, Clone)]
-#[command(name = "db_bench", about = "LevelDB's benchmark suite, run on strata")]
+#[command(
+    name = "db_bench",
+    about = "LevelDB's benchmark suite, run on strata",
+    rename_all = "snake_case"
+)]
 pub struct Flags {
     /// Comma-separated benchmarks to run, in order.
     #[arg(
