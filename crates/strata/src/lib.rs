@@ -3,7 +3,36 @@
 //!
 //! This crate is being built bottom-up. The storage formats are in place: the file-system
 //! interface ([`Env`]), the write-ahead log ([`log`]), sorted tables ([`table`]), bloom filters
-//! ([`filter`]) and caches ([`cache`]).
+//! ([`filter`]), caches ([`cache`]), write batches ([`WriteBatch`]) and MANIFEST records
+//! ([`version::VersionEdit`]). The database handle comes next.
+//!
+//! # Example
+//!
+//! Append records to a log and read them back, then simulate a power loss:
+//!
+//! ```
+//! use std::path::Path;
+//! use strata::log::{LogReader, LogWriter, ReadMode};
+//! use strata::{CrashMode, Env, MemEnv, WriteBatch};
+//!
+//! let env = MemEnv::new();
+//! env.create_dir_all(Path::new("/db"))?;
+//! let path = Path::new("/db/000003.log");
+//! let mut log = LogWriter::new(env.new_writable_file(path)?);
+//! let mut batch = WriteBatch::new();
+//! batch.put(b"apple", b"red");
+//! log.add_record(batch.encoded())?;
+//! log.sync()?;
+//! env.sync_dir(Path::new("/db"))?;
+//! log.add_record(b"not synced")?;
+//!
+//! env.crash(CrashMode::POWER_LOSS);
+//! let mut reader = LogReader::new(env.new_sequential_file(path)?, path, ReadMode::Strict);
+//! let record = reader.next_record()?.expect("the synced record survives");
+//! assert_eq!(WriteBatch::decode(record)?.count(), 1);
+//! assert!(reader.next_record()?.is_none());
+//! # Ok::<(), strata::Error>(())
+//! ```
 
 mod batch;
 pub mod cache;
@@ -22,3 +51,8 @@ pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use comparator::{bytewise, BytewiseComparator, Comparator};
 pub use env::{CrashMode, Env, MemEnv, PosixEnv};
 pub use error::{Error, Result};
+
+/// The README's example, compiled and run as a doctest.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctest;
