@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! The names of a database's files, and parsing them back.
+//!
+//! | name | kind |
+//! |---|---|
+//! | `NNNNNN.log` | write-ahead log |
+//! | `NNNNNN.ldb` (`NNNNNN.sst` before LevelDB 1.14) | table |
+//! | `MANIFEST-NNNNNN` | descriptor |
+//! | `CURRENT` | names the live MANIFEST |
+//! | `LOCK` | the database lock |
+//! | `LOG`, `LOG.old` | the info log |
+//! | `NNNNNN.dbtmp` | a temporary file (while `CURRENT` is rewritten) |
+//!
+//! Numbers are decimal, zero-padded to at least six digits. Parsing accepts any number of digits
+//! that fits a u64, as LevelDB does; names that do not parse are not the database's and are never
+//! read or deleted.
+
+use std::path::{Path, PathBuf};
+
+/// What a file in a database directory is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FileKind {
+    /// `NNNNNN.log`
+    Log,
+    /// `NNNNNN.ldb` or `NNNNNN.sst`
+    Table,
+    /// `MANIFEST-NNNNNN`
+    Manifest,
+    /// `CURRENT`
+    Current,
+    /// `LOCK`
+    Lock,
+    /// `LOG` or `LOG.old`
+    InfoLog,
+    /// `NNNNNN.dbtmp`
+    Temp,
+}
+
+/// The path of log `number` in `dir`.
+pub fn log_file(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.log"))
+}
+
+/// The path of table `number` in `dir`, with the name strata (and LevelDB 1.14+) writes.
+pub fn table_file(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.ldb"))
+}
+
+/// The legacy path of table `number`, as LevelDB before 1.14 wrote it.
+pub fn sst_table_file(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.sst"))
+}
+
+/// The path of MANIFEST `number` in `dir`.
+pub fn manifest_file(dir: &Path, number: u64) -> PathBuf {
+    dir.join(manifest_name(number))
+}
+
+/// The name (without directory) of MANIFEST `number`, as `CURRENT` holds it.
+pub fn manifest_name(number: u64) -> String {
+    format!("MANIFEST-{number:06}")
+}
+
+/// The path of temporary file `number` in `dir`.
+pub fn temp_file(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.dbtmp"))
+}
+
+/// `dir/CURRENT`.
+pub fn current_file(dir: &Path) -> PathBuf {
+    dir.join("CURRENT")
+}
+
+/// `dir/LOCK`.
+pub fn lock_file(dir: &Path) -> PathBuf {
+    dir.join("LOCK")
+}
+
+/// `dir/LOG`.
+pub fn info_log_file(dir: &Path) -> PathBuf {
+    dir.join("LOG")
+}
+
+/// `dir/LOG.old`.
+pub fn old_info_log_file(dir: &Path) -> PathBuf {
+    dir.join("LOG.old")
+}
+
+fn parse_number(digits: &str) -> Option<u64> {
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Parses a file name (not a path): its kind and number (0 for names without one).
+pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
+    match name {
+        "CURRENT" => return Some((FileKind::Current, 0)),
+        "LOCK" => return Some((FileKind::Lock, 0)),
+        "LOG" | "LOG.old" => return Some((FileKind::InfoLog, 0)),
+        _ => {}
+    }
+    if let Some(digits) = name.strip_prefix("MANIFEST-") {
+        return parse_number(digits).map(|n| (FileKind::Manifest, n));
+    }
+    let (digits, suffix) = name.split_at(name.find('.')?);
+    let kind = match suffix {
+        ".log" => FileKind::Log,
+        ".ldb" | ".sst" => FileKind::Table,
+        ".dbtmp" => FileKind::Temp,
+        _ => return None,
+    };
+    parse_number(digits).map(|n| (kind, n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        let dir = Path::new("/db");
+        assert_eq!(log_file(dir, 7), Path::new("/db/000007.log"));
+        assert_eq!(table_file(dir, 1_234_567), Path::new("/db/1234567.ldb"));
+        assert_eq!(manifest_name(2), "MANIFEST-000002");
+        assert_eq!(temp_file(dir, 2), Path::new("/db/000002.dbtmp"));
+        for (name, parsed) in [
+            ("000007.log", (FileKind::Log, 7)),
+            ("7.log", (FileKind::Log, 7)),
+            ("0000007.log", (FileKind::Log, 7)),
+            ("000005.ldb", (FileKind::Table, 5)),
+            ("000005.sst", (FileKind::Table, 5)),
+            ("MANIFEST-000002", (FileKind::Manifest, 2)),
+            ("000002.dbtmp", (FileKind::Temp, 2)),
+            ("CURRENT", (FileKind::Current, 0)),
+            ("LOCK", (FileKind::Lock, 0)),
+            ("LOG", (FileKind::InfoLog, 0)),
+            ("LOG.old", (FileKind::InfoLog, 0)),
+            ("18446744073709551615.log", (FileKind::Log, u64::MAX)),
+        ] {
+            assert_eq!(parse_file_name(name), Some(parsed), "{name}");
+        }
+    }
+
+    #[test]
+    fn foreign_names_do_not_parse() {
+        for name in [
+            "",
+            "foo",
+            "foo.log",
+            ".log",
+            "-1.log",
+            "+1.log",
+            "1.log.bak",
+            "1.txt",
+            "MANIFEST-",
+            "MANIFEST-x",
+            "MANIFEST-1.old",
+            "CURRENT.bak",
+            "18446744073709551616.log",
+            "lost",
+            "LOG.older",
+            "1 .log",
+        ] {
+            assert_eq!(parse_file_name(name), None, "{name}");
+        }
+    }
+}

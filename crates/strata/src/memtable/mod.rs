@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`MemTable`]: the in-memory sorted buffer of recent writes, before they are flushed to a
+//! level-0 table.
+//!
+//! Entries are internal keys (user key, seqno, kind) with their values, kept in a [`SkipList`]
+//! in an arena. Writes are serialized by the database's write path (and, defensively, by the
+//! skiplist's writer mutex); reads and iterators take no lock.
+
+mod arena;
+mod skiplist;
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::key::{
+    append_internal_key, pack_tag, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind,
+};
+use skiplist::{Cursor, ListOwner, SkipList};
+
+/// What a memtable knows about a user key at a snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MemLookup<'a> {
+    /// The newest visible entry sets the key to this value.
+    Value(&'a [u8]),
+    /// The newest visible entry deletes the key.
+    Deleted,
+}
+
+/// A memtable.
+pub(crate) struct MemTable {
+    list: SkipList,
+    comparator: InternalKeyComparator,
+}
+
+impl MemTable {
+    pub(crate) fn new(comparator: InternalKeyComparator) -> Self {
+        MemTable {
+            list: SkipList::new(comparator.clone()),
+            comparator,
+        }
+    }
+
+    /// Adds an entry. `seqno` must not have been used in this memtable before.
+    pub(crate) fn add(&self, seqno: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        self.list.insert(user_key, pack_tag(seqno, kind), value);
+    }
+
+    /// The newest entry for `user_key` with seqno `<= snapshot`, if the memtable has one.
+    pub(crate) fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemLookup<'_>> {
+        // The seek key lives on the stack for ordinary key sizes.
+        const STACK_KEY_BYTES: usize = 128;
+        let mut stack = [0u8; STACK_KEY_BYTES];
+        let heap;
+        let seek: &[u8] = if user_key.len() + 8 <= STACK_KEY_BYTES {
+            let n = user_key.len();
+            stack[..n].copy_from_slice(user_key);
+            stack[n..n + 8].copy_from_slice(&pack_tag(snapshot, ValueKind::FOR_SEEK).to_le_bytes());
+            &stack[..n + 8]
+        } else {
+            let mut k = Vec::with_capacity(user_key.len() + 8);
+            append_internal_key(&mut k, user_key, snapshot, ValueKind::FOR_SEEK);
+            heap = k;
+            &heap
+        };
+        let mut cursor = Cursor::new(&self.list);
+        cursor.seek(seek);
+        if !cursor.valid() {
+            return None;
+        }
+        let (key, value) = cursor.entry();
+        let found = ParsedInternalKey::parse(key).expect("memtable keys are built valid");
+        if self
+            .comparator
+            .user_comparator()
+            .compare(found.user_key, user_key)
+            .is_ne()
+        {
+            return None;
+        }
+        Some(match found.kind {
+            ValueKind::Value => MemLookup::Value(value),
+            ValueKind::Deletion => MemLookup::Deleted,
+        })
+    }
+
+    /// The bytes of memory the memtable holds.
+    pub(crate) fn approximate_memory_usage(&self) -> usize {
+        self.list.memory_usage()
+    }
+
+    /// The number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// True if no entry was added.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A cursor over the memtable; it keeps the memtable alive.
+    pub(crate) fn iter(self: &Arc<Self>) -> MemTableIter {
+        MemTableIter {
+            cursor: Cursor::new(self.clone()),
+        }
+    }
+}
+
+impl ListOwner for Arc<MemTable> {
+    fn list(&self) -> &SkipList {
+        &self.list
+    }
+}
+
+/// A cursor over a memtable's entries in internal-key order.
+pub(crate) struct MemTableIter {
+    cursor: Cursor<Arc<MemTable>>,
+}
+
+impl InternalIterator for MemTableIter {
+    fn valid(&self) -> bool {
+        self.cursor.valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.cursor.seek_to_first();
+    }
+    fn seek_to_last(&mut self) {
+        self.cursor.seek_to_last();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.cursor.seek(target);
+    }
+    fn next(&mut self) {
+        self.cursor.next();
+    }
+    fn prev(&mut self) {
+        self.cursor.prev();
+    }
+    fn key(&self) -> &[u8] {
+        self.cursor.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.cursor.value()
+    }
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comparator::bytewise;
+    use crate::iter::contract::check_against_model;
+
+    fn memtable() -> Arc<MemTable> {
+        Arc::new(MemTable::new(InternalKeyComparator::new(bytewise())))
+    }
+
+    #[test]
+    fn get_sees_the_newest_entry_at_the_snapshot() {
+        let m = memtable();
+        m.add(1, ValueKind::Value, b"k", b"v1");
+        m.add(2, ValueKind::Value, b"k", b"v2");
+        m.add(3, ValueKind::Deletion, b"k", b"");
+        m.add(4, ValueKind::Value, b"k2", b"other");
+        assert_eq!(m.get(b"k", 0), None);
+        assert_eq!(m.get(b"k", 1), Some(MemLookup::Value(b"v1")));
+        assert_eq!(m.get(b"k", 2), Some(MemLookup::Value(b"v2")));
+        assert_eq!(m.get(b"k", 3), Some(MemLookup::Deleted));
+        assert_eq!(m.get(b"k", 100), Some(MemLookup::Deleted));
+        assert_eq!(m.get(b"j", 100), None);
+        assert_eq!(m.get(b"k1", 100), None);
+        assert_eq!(m.get(b"k2", 100), Some(MemLookup::Value(b"other")));
+        assert_eq!(m.len(), 4);
+    }
+
+    #[test]
+    fn iterator_contract_holds() {
+        let m = memtable();
+        let mut model = Vec::new();
+        for i in 0..300u64 {
+            let user = format!("key{:04}", i * 3).into_bytes();
+            let value = format!("value{i}").into_bytes();
+            m.add(i + 1, ValueKind::Value, &user, &value);
+            let mut k = Vec::new();
+            append_internal_key(&mut k, &user, i + 1, ValueKind::Value);
+            model.push((k, value));
+        }
+        let probes: Vec<Vec<u8>> = (0..910)
+            .step_by(5)
+            .map(|i| {
+                let mut k = Vec::new();
+                append_internal_key(
+                    &mut k,
+                    format!("key{i:04}").as_bytes(),
+                    500,
+                    ValueKind::Value,
+                );
+                k
+            })
+            .collect();
+        let icmp = InternalKeyComparator::new(bytewise());
+        check_against_model(&mut m.iter(), &model, &icmp, &probes);
+    }
+
+    #[test]
+    fn iterator_outlives_the_callers_handle() {
+        let m = memtable();
+        m.add(1, ValueKind::Value, b"a", b"1");
+        let mut it = m.iter();
+        drop(m);
+        it.seek_to_first();
+        assert_eq!(it.value(), b"1");
+    }
+
+    #[test]
+    fn memory_usage_grows_with_entries() {
+        let m = memtable();
+        let before = m.approximate_memory_usage();
+        for i in 0..10_000u64 {
+            m.add(i + 1, ValueKind::Value, &i.to_be_bytes(), &[0u8; 100]);
+        }
+        assert!(m.approximate_memory_usage() >= before + 10_000 * 116);
+        assert!(!m.is_empty());
+    }
+}
