@@ -49,6 +49,9 @@ pub mod key;
 pub mod log;
 #[allow(dead_code)]
 mod memtable;
+mod options;
+#[allow(dead_code)]
+mod snapshot;
 pub mod table;
 pub mod version;
 
@@ -56,6 +59,9 @@ pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use comparator::{bytewise, BytewiseComparator, Comparator};
 pub use env::{CrashMode, Env, MemEnv, PosixEnv};
 pub use error::{Error, Result};
+pub use options::{Options, ReadOptions, WriteOptions};
+pub use snapshot::Snapshot;
+pub use table::Compression;
 
 /// The README's example, compiled and run as a doctest.
 #[doc = include_str!("../../../README.md")]

@@ -3,5 +3,9 @@
 //! change it.
 
 mod edit;
+#[allow(dead_code)]
+pub(crate) mod set;
+#[allow(dead_code)]
+pub(crate) mod version;
 
 pub use edit::{FileMetaData, VersionEdit, NUM_LEVELS};

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`Options`], [`ReadOptions`] and [`WriteOptions`]: LevelDB's knobs with LevelDB's defaults,
+//! plus strata's own (checksums verified by default).
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::cache::BlockCache;
+use crate::comparator::{BytewiseComparator, Comparator};
+use crate::env::{Env, PosixEnv};
+use crate::error::{Error, Result};
+use crate::filter::{BloomFilterPolicy, FilterPolicy};
+use crate::snapshot::Snapshot;
+use crate::table::{Compression, TableOptions};
+
+/// How a database is opened and how it writes its files.
+///
+/// Defaults are LevelDB 1.23's. Out-of-range sizes are clamped at open as LevelDB clamps them.
+///
+/// # Example
+///
+/// ```
+/// use strata::{Compression, Options};
+/// let options = Options {
+///     create_if_missing: true,
+///     compression: Compression::None,
+///     ..Options::default()
+/// }
+/// .with_bloom_filter(10);
+/// assert_eq!(options.write_buffer_size, 4 << 20);
+/// ```
+#[derive(Clone)]
+pub struct Options {
+    /// Create the database if it does not exist. Default: false.
+    pub create_if_missing: bool,
+    /// Fail if the database already exists. Default: false.
+    pub error_if_exists: bool,
+    /// Treat any damage found while opening (a corrupt log record, a table that cannot be read)
+    /// as an error instead of skipping it. Default: false, as in LevelDB.
+    pub paranoid_checks: bool,
+    /// Bytes of writes buffered in memory before they are written to a level-0 table.
+    /// Default: 4 MiB; clamped to [64 KiB, 1 GiB].
+    pub write_buffer_size: usize,
+    /// Files the database may keep open; the table cache gets all but 10. Default: 1000;
+    /// clamped to [74, 50,000].
+    pub max_open_files: usize,
+    /// Capacity of the block cache created at open, when `block_cache` is not given.
+    /// Default: 8 MiB.
+    pub block_cache_capacity: usize,
+    /// A block cache to share between databases; overrides `block_cache_capacity`.
+    pub block_cache: Option<Arc<BlockCache>>,
+    /// Uncompressed bytes per data block. Default: 4 KiB; clamped to [1 KiB, 4 MiB].
+    pub block_size: usize,
+    /// Keys between restart points in a block. Default: 16; at least 1.
+    pub block_restart_interval: usize,
+    /// Bytes written to one table before a compaction starts the next. Default: 2 MiB; clamped
+    /// to [1 MiB, 1 GiB].
+    pub max_file_size: usize,
+    /// Block compression. Default: Snappy.
+    pub compression: Compression,
+    /// Filter policy for new tables (and for reading tables' filters). Default: none.
+    pub filter_policy: Option<Arc<dyn FilterPolicy>>,
+    /// The key order. Default: [`BytewiseComparator`]. A database must always be opened with a
+    /// comparator of the same name.
+    pub comparator: Arc<dyn Comparator>,
+    /// The file system. Default: [`PosixEnv`].
+    pub env: Arc<dyn Env>,
+    /// Append to the existing log and MANIFEST at open instead of starting new ones.
+    /// Default: false.
+    pub reuse_logs: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: false,
+            error_if_exists: false,
+            paranoid_checks: false,
+            write_buffer_size: 4 << 20,
+            max_open_files: 1000,
+            block_cache_capacity: 8 << 20,
+            block_cache: None,
+            block_size: 4096,
+            block_restart_interval: 16,
+            max_file_size: 2 << 20,
+            compression: Compression::Snappy,
+            filter_policy: None,
+            comparator: Arc::new(BytewiseComparator),
+            env: Arc::new(PosixEnv),
+            reuse_logs: false,
+        }
+    }
+}
+
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("create_if_missing", &self.create_if_missing)
+            .field("error_if_exists", &self.error_if_exists)
+            .field("paranoid_checks", &self.paranoid_checks)
+            .field("write_buffer_size", &self.write_buffer_size)
+            .field("max_open_files", &self.max_open_files)
+            .field("block_cache_capacity", &self.block_cache_capacity)
+            .field("block_size", &self.block_size)
+            .field("block_restart_interval", &self.block_restart_interval)
+            .field("max_file_size", &self.max_file_size)
+            .field("compression", &self.compression)
+            .field(
+                "filter_policy",
+                &self.filter_policy.as_ref().map(|p| p.name()),
+            )
+            .field("comparator", &self.comparator.name())
+            .field("reuse_logs", &self.reuse_logs)
+            .finish()
+    }
+}
+
+impl Options {
+    /// These options with LevelDB's bloom filter at `bits_per_key` (10 gives about 1% false
+    /// positives).
+    pub fn with_bloom_filter(mut self, bits_per_key: usize) -> Self {
+        self.filter_policy = Some(Arc::new(BloomFilterPolicy::new(bits_per_key)));
+        self
+    }
+
+    /// These options on another [`Env`].
+    pub fn with_env(mut self, env: Arc<dyn Env>) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// Clamps sizes into LevelDB's ranges and rejects settings that cannot work.
+    pub(crate) fn sanitized(&self) -> Result<Options> {
+        if self.block_restart_interval == 0 {
+            return Err(Error::invalid_argument(
+                "block_restart_interval must be at least 1",
+            ));
+        }
+        let mut o = self.clone();
+        o.write_buffer_size = o.write_buffer_size.clamp(64 << 10, 1 << 30);
+        o.max_open_files = o.max_open_files.clamp(74, 50_000);
+        o.block_size = o.block_size.clamp(1 << 10, 4 << 20);
+        o.max_file_size = o.max_file_size.clamp(1 << 20, 1 << 30);
+        Ok(o)
+    }
+
+    /// The options tables are written and read with.
+    pub(crate) fn table_options(&self) -> TableOptions {
+        TableOptions {
+            comparator: self.comparator.clone(),
+            block_size: self.block_size,
+            block_restart_interval: self.block_restart_interval,
+            compression: self.compression,
+            filter_policy: self.filter_policy.clone(),
+        }
+    }
+}
+
+/// How one read behaves.
+///
+/// # Example
+///
+/// ```
+/// use strata::ReadOptions;
+/// let scan = ReadOptions { fill_cache: false, ..ReadOptions::default() };
+/// assert!(scan.verify_checksums);
+/// ```
+#[derive(Clone, Copy)]
+pub struct ReadOptions<'a> {
+    /// Verify the checksum of every block read from disk. Default: **true** (LevelDB's default
+    /// is false; strata never returns data it has not checked unless told to).
+    pub verify_checksums: bool,
+    /// Keep blocks read for this read in the block cache. Default: true; turn off for bulk
+    /// scans.
+    pub fill_cache: bool,
+    /// Read as of this snapshot instead of the latest state.
+    pub snapshot: Option<&'a Snapshot>,
+}
+
+impl ReadOptions<'_> {
+    /// The defaults: checksums verified, cache filled, latest state.
+    pub fn new() -> Self {
+        ReadOptions {
+            verify_checksums: true,
+            fill_cache: true,
+            snapshot: None,
+        }
+    }
+}
+
+impl Default for ReadOptions<'_> {
+    fn default() -> Self {
+        ReadOptions::new()
+    }
+}
+
+impl fmt::Debug for ReadOptions<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReadOptions")
+            .field("verify_checksums", &self.verify_checksums)
+            .field("fill_cache", &self.fill_cache)
+            .field("snapshot", &self.snapshot.map(|s| s.seqno()))
+            .finish()
+    }
+}
+
+/// How one write behaves.
+///
+/// # Example
+///
+/// ```
+/// use strata::WriteOptions;
+/// let durable = WriteOptions { sync: true };
+/// assert!(!WriteOptions::default().sync);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Sync the log before the write returns: the write then survives a power loss. Without
+    /// it, a write survives a crash of the process but not of the machine.
+    pub sync: bool,
+}

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`Snapshot`]: a consistent, read-only view of the database as of one sequence number.
+//!
+//! The database keeps the seqnos of live snapshots in a [`SnapshotList`]; compaction keeps every
+//! entry a live snapshot can see (it drops an overwritten or deleted entry only when no snapshot
+//! lies between it and its newer version).
+//!
+//! Locking: the list has its own mutex, held only to add, remove or read the oldest seqno.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use crate::key::SeqNo;
+
+/// A view of the database as of the moment [`Db::snapshot`](crate::Db::snapshot) was called.
+/// Reads given this snapshot (in [`ReadOptions`](crate::ReadOptions)) see exactly the writes made
+/// before it. It is released when dropped.
+///
+/// # Example
+///
+/// TODO(#3): runs as a doctest once `Db` lands.
+///
+/// ```ignore
+/// use strata::{Db, Options, ReadOptions, WriteOptions};
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+/// db.put(&WriteOptions::default(), b"k", b"before")?;
+/// let snapshot = db.snapshot();
+/// db.put(&WriteOptions::default(), b"k", b"after")?;
+/// let at_snapshot = ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() };
+/// assert_eq!(db.get(&at_snapshot, b"k")?.as_deref(), Some(&b"before"[..]));
+/// assert_eq!(db.get(&ReadOptions::default(), b"k")?.as_deref(), Some(&b"after"[..]));
+/// # Ok::<(), strata::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Snapshot {
+    seqno: SeqNo,
+    list: Arc<SnapshotList>,
+}
+
+impl Snapshot {
+    /// The sequence number the snapshot reads at: the last write it sees.
+    pub fn seqno(&self) -> SeqNo {
+        self.seqno
+    }
+
+    /// True if this snapshot was taken from the database that owns `list`.
+    pub(crate) fn belongs_to(&self, list: &Arc<SnapshotList>) -> bool {
+        Arc::ptr_eq(&self.list, list)
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        self.list.release(self.seqno);
+    }
+}
+
+/// The seqnos of live snapshots, with a count for each.
+#[derive(Debug, Default)]
+pub(crate) struct SnapshotList {
+    live: Mutex<BTreeMap<SeqNo, usize>>,
+}
+
+impl SnapshotList {
+    /// Registers a snapshot at `seqno`.
+    pub(crate) fn acquire(self: &Arc<Self>, seqno: SeqNo) -> Snapshot {
+        *self
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(seqno)
+            .or_default() += 1;
+        Snapshot {
+            seqno,
+            list: self.clone(),
+        }
+    }
+
+    fn release(&self, seqno: SeqNo) {
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = live.get_mut(&seqno) {
+            *count -= 1;
+            if *count == 0 {
+                live.remove(&seqno);
+            }
+        }
+    }
+
+    /// The oldest live snapshot's seqno, if any.
+    pub(crate) fn oldest(&self) -> Option<SeqNo> {
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .next()
+            .copied()
+    }
+
+    /// The number of live snapshots.
+    pub(crate) fn len(&self) -> usize {
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oldest_tracks_live_snapshots() {
+        let list = Arc::new(SnapshotList::default());
+        assert_eq!(list.oldest(), None);
+        let a = list.acquire(5);
+        let b = list.acquire(3);
+        let c = list.acquire(3);
+        assert_eq!(list.oldest(), Some(3));
+        assert_eq!(list.len(), 3);
+        drop(b);
+        assert_eq!(list.oldest(), Some(3));
+        drop(c);
+        assert_eq!(list.oldest(), Some(5));
+        assert!(a.belongs_to(&list));
+        assert!(!a.belongs_to(&Arc::new(SnapshotList::default())));
+        drop(a);
+        assert_eq!(list.oldest(), None);
+    }
+}

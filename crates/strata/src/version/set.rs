@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`VersionSet`]: the current [`Version`], the counters saved in the MANIFEST, and the MANIFEST
+//! itself.
+//!
+//! Every change to the set of live tables is a [`VersionEdit`] appended to the MANIFEST and
+//! synced before it takes effect. A new MANIFEST starts with a snapshot of the current version;
+//! `CURRENT` is switched to it by writing a temporary file, syncing it, renaming it over
+//! `CURRENT` and syncing the directory.
+//!
+//! Locking: the database's state mutex owns the `VersionSet`.
+
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+
+use super::edit::{FileMetaData, VersionEdit, NUM_LEVELS};
+use super::version::{LiveFile, Version};
+use crate::comparator::Comparator;
+use crate::env::{read_file_to_vec, Env};
+use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
+use crate::key::{InternalKeyComparator, SeqNo};
+use crate::log::{LogReader, LogWriter, ReadMode};
+
+/// The live tables and the database's counters.
+pub(crate) struct VersionSet {
+    dir: PathBuf,
+    env: Arc<dyn Env>,
+    icmp: InternalKeyComparator,
+    /// The next number to hand out for a log, table, MANIFEST or temp file.
+    pub(crate) next_file_number: u64,
+    pub(crate) manifest_file_number: u64,
+    /// The last sequence number written to a table or (for the database) to the log.
+    pub(crate) last_sequence: SeqNo,
+    /// Logs numbered below this are obsolete: their data is in tables.
+    pub(crate) log_number: u64,
+    pub(crate) prev_log_number: u64,
+    current: Arc<Version>,
+    /// Every version handed out, to keep the files of those still in use.
+    live_versions: Vec<Weak<Version>>,
+    /// Per level, where the last compaction ended.
+    pub(crate) compact_pointers: [Vec<u8>; NUM_LEVELS],
+    manifest: Option<LogWriter>,
+}
+
+/// Reads `CURRENT` and returns the MANIFEST name it holds.
+pub(crate) fn read_current(env: &dyn Env, dir: &Path) -> Result<String> {
+    let path = filename::current_file(dir);
+    let bytes = read_file_to_vec(env, &path)?;
+    let corrupt = |reason: &'static str| Error::corruption(&path, 0, reason);
+    let Some(name) = bytes.strip_suffix(b"\n") else {
+        return Err(corrupt("CURRENT file does not end with a newline"));
+    };
+    let name = std::str::from_utf8(name).map_err(|_| corrupt("CURRENT file is not a file name"))?;
+    match filename::parse_file_name(name) {
+        Some((FileKind::Manifest, _)) => Ok(name.to_owned()),
+        _ => Err(corrupt("CURRENT file does not name a MANIFEST")),
+    }
+}
+
+/// Points `CURRENT` at MANIFEST `manifest_number`, atomically and durably.
+pub(crate) fn set_current_file(env: &dyn Env, dir: &Path, manifest_number: u64) -> Result<()> {
+    let temp = filename::temp_file(dir, manifest_number);
+    let contents = format!("{}\n", filename::manifest_name(manifest_number));
+    let result = crate::env::write_file(env, &temp, contents.as_bytes(), true)
+        .and_then(|()| env.rename(&temp, &filename::current_file(dir)))
+        .and_then(|()| env.sync_dir(dir));
+    if result.is_err() {
+        let _ = env.remove_file(&temp);
+    }
+    result
+}
+
+/// Applies edits to a base version.
+struct Builder<'a> {
+    icmp: &'a InternalKeyComparator,
+    levels: [BTreeMap<u64, Arc<LiveFile>>; NUM_LEVELS],
+}
+
+impl<'a> Builder<'a> {
+    fn new(icmp: &'a InternalKeyComparator, base: &Version) -> Self {
+        let mut levels: [BTreeMap<u64, Arc<LiveFile>>; NUM_LEVELS] = Default::default();
+        for (level, files) in base.files.iter().enumerate() {
+            for f in files {
+                levels[level].insert(f.number, f.clone());
+            }
+        }
+        Builder { icmp, levels }
+    }
+
+    fn apply(&mut self, edit: &VersionEdit) {
+        for &(level, number) in &edit.deleted_files {
+            self.levels[level].remove(&number);
+        }
+        for (level, meta) in &edit.new_files {
+            self.levels[*level].insert(meta.number, LiveFile::new(meta.clone()));
+        }
+    }
+
+    /// The new version. Level 0 is kept in file-number order; deeper levels by smallest key,
+    /// and they must not overlap.
+    fn finish(self, manifest: &Path) -> Result<Version> {
+        let mut files: [Vec<Arc<LiveFile>>; NUM_LEVELS] = Default::default();
+        for (level, map) in self.levels.into_iter().enumerate() {
+            let mut list: Vec<Arc<LiveFile>> = map.into_values().collect();
+            if level > 0 {
+                list.sort_by(|a, b| {
+                    self.icmp
+                        .compare(&a.smallest, &b.smallest)
+                        .then(a.number.cmp(&b.number))
+                });
+                for pair in list.windows(2) {
+                    if self.icmp.compare(&pair[0].largest, &pair[1].smallest) != CmpOrdering::Less {
+                        return Err(Error::corruption(
+                            manifest,
+                            0,
+                            format!(
+                                "tables {} and {} overlap in level {level}",
+                                pair[0].number, pair[1].number
+                            ),
+                        ));
+                    }
+                }
+            }
+            files[level] = list;
+        }
+        Ok(Version::new(self.icmp.clone(), files))
+    }
+}
+
+impl VersionSet {
+    /// An empty set for the database in `dir`; [`recover`](Self::recover) loads it.
+    pub(crate) fn new(dir: &Path, env: Arc<dyn Env>, icmp: InternalKeyComparator) -> Self {
+        VersionSet {
+            dir: dir.to_path_buf(),
+            env,
+            current: Arc::new(Version::empty(icmp.clone())),
+            icmp,
+            next_file_number: 2,
+            manifest_file_number: 0,
+            last_sequence: 0,
+            log_number: 0,
+            prev_log_number: 0,
+            live_versions: Vec::new(),
+            compact_pointers: Default::default(),
+            manifest: None,
+        }
+    }
+
+    /// The current version.
+    pub(crate) fn current(&self) -> Arc<Version> {
+        self.current.clone()
+    }
+
+    /// A new file number.
+    pub(crate) fn new_file_number(&mut self) -> u64 {
+        let n = self.next_file_number;
+        self.next_file_number += 1;
+        n
+    }
+
+    /// Makes sure `number` is never handed out.
+    pub(crate) fn mark_file_number_used(&mut self, number: u64) {
+        if self.next_file_number <= number {
+            self.next_file_number = number + 1;
+        }
+    }
+
+    /// Loads the state recorded in the MANIFEST that `CURRENT` names.
+    ///
+    /// # Errors
+    /// Corruption if `CURRENT` or the MANIFEST is damaged, a required counter is missing, or the
+    /// comparator's name differs from the recorded one; `InvalidArgument` for the latter.
+    pub(crate) fn recover(&mut self) -> Result<()> {
+        let name = read_current(&*self.env, &self.dir)?;
+        let path = self.dir.join(&name);
+        let file = self.env.new_sequential_file(&path).map_err(|e| {
+            if e.is_not_found() {
+                Error::corruption(&path, 0, "CURRENT names a MANIFEST that does not exist")
+            } else {
+                e
+            }
+        })?;
+        let mut reader = LogReader::new(file, &path, ReadMode::Strict);
+        let mut builder = Builder::new(&self.icmp, &self.current);
+        let (mut log_number, mut prev_log_number, mut next_file, mut last_sequence) =
+            (None, None, None, None);
+        let mut compact_pointers = self.compact_pointers.clone();
+        while let Some(record) = reader.next_record()? {
+            let decoded = VersionEdit::decode(record);
+            let offset = reader.last_record_offset();
+            let edit = decoded.map_err(|e| match e {
+                Error::Corruption {
+                    offset: at, reason, ..
+                } => Error::corruption(&path, offset + at, reason),
+                other => other,
+            })?;
+            if let Some(c) = &edit.comparator {
+                let ours = self.icmp.user_comparator().name();
+                if c != ours {
+                    return Err(Error::invalid_argument(format!(
+                        "{} was created with comparator {c}, not {ours}",
+                        self.dir.display()
+                    )));
+                }
+            }
+            builder.apply(&edit);
+            for (level, key) in &edit.compact_pointers {
+                compact_pointers[*level] = key.clone();
+            }
+            log_number = edit.log_number.or(log_number);
+            prev_log_number = edit.prev_log_number.or(prev_log_number);
+            next_file = edit.next_file_number.or(next_file);
+            last_sequence = edit.last_sequence.or(last_sequence);
+        }
+        let missing = |what: &'static str| Error::corruption(&path, 0, what);
+        let next_file = next_file.ok_or_else(|| missing("MANIFEST has no next-file entry"))?;
+        let log_number = log_number.ok_or_else(|| missing("MANIFEST has no log-number entry"))?;
+        let last_sequence =
+            last_sequence.ok_or_else(|| missing("MANIFEST has no last-sequence entry"))?;
+        let prev_log_number = prev_log_number.unwrap_or(0);
+        let version = builder.finish(&path)?;
+        self.current = Arc::new(version);
+        self.compact_pointers = compact_pointers;
+        self.manifest_file_number = next_file;
+        self.next_file_number = next_file + 1;
+        self.last_sequence = last_sequence;
+        self.log_number = log_number;
+        self.prev_log_number = prev_log_number;
+        self.mark_file_number_used(log_number);
+        self.mark_file_number_used(prev_log_number);
+        Ok(())
+    }
+
+    /// The record that starts a new MANIFEST: the comparator, compact pointers and every live
+    /// file.
+    fn snapshot_edit(&self) -> VersionEdit {
+        let mut edit = VersionEdit {
+            comparator: Some(self.icmp.user_comparator().name().to_owned()),
+            ..VersionEdit::default()
+        };
+        for (level, key) in self.compact_pointers.iter().enumerate() {
+            if !key.is_empty() {
+                edit.compact_pointers.push((level, key.clone()));
+            }
+        }
+        for (level, files) in self.current.files.iter().enumerate() {
+            for f in files {
+                edit.new_files.push((level, f.meta.clone()));
+            }
+        }
+        edit
+    }
+
+    /// Records `edit` in the MANIFEST (starting a new one if there is none open), syncs it, and
+    /// makes the resulting version current. Fills in the counters the edit carries.
+    ///
+    /// # Errors
+    /// The write or sync error. The edit then did not take effect, and the caller must stop
+    /// writing (the MANIFEST's tail is unknown): the database turns read-only until reopened.
+    pub(crate) fn log_and_apply(&mut self, edit: &mut VersionEdit) -> Result<()> {
+        let log_number = *edit.log_number.get_or_insert(self.log_number);
+        debug_assert!(log_number >= self.log_number && log_number < self.next_file_number);
+        let prev_log_number = *edit.prev_log_number.get_or_insert(self.prev_log_number);
+        edit.next_file_number = Some(self.next_file_number);
+        edit.last_sequence = Some(self.last_sequence);
+        for (level, key) in &edit.compact_pointers {
+            self.compact_pointers[*level] = key.clone();
+        }
+
+        let manifest_path = filename::manifest_file(&self.dir, self.manifest_file_number);
+        let mut builder = Builder::new(&self.icmp, &self.current);
+        builder.apply(edit);
+        let version = builder.finish(&manifest_path)?;
+
+        let new_manifest = self.manifest.is_none();
+        let result = self.write_manifest_record(edit, new_manifest, &manifest_path);
+        if let Err(e) = result {
+            self.manifest = None;
+            if new_manifest {
+                let _ = self.env.remove_file(&manifest_path);
+            }
+            return Err(e);
+        }
+        self.install(version);
+        self.log_number = log_number;
+        self.prev_log_number = prev_log_number;
+        Ok(())
+    }
+
+    fn write_manifest_record(
+        &mut self,
+        edit: &VersionEdit,
+        new_manifest: bool,
+        manifest_path: &Path,
+    ) -> Result<()> {
+        if new_manifest {
+            let file = self.env.new_writable_file(manifest_path)?;
+            let mut writer = LogWriter::new(file);
+            let mut record = Vec::new();
+            self.snapshot_edit().encode_into(&mut record);
+            writer.add_record(&record)?;
+            self.manifest = Some(writer);
+        }
+        let mut record = Vec::new();
+        edit.encode_into(&mut record);
+        let writer = self.manifest.as_mut().expect("opened above");
+        writer.add_record(&record)?;
+        writer.sync()?;
+        if new_manifest {
+            set_current_file(&*self.env, &self.dir, self.manifest_file_number)?;
+        }
+        Ok(())
+    }
+
+    fn install(&mut self, version: Version) {
+        let version = Arc::new(version);
+        self.live_versions.retain(|v| v.strong_count() > 0);
+        self.live_versions.push(Arc::downgrade(&self.current));
+        self.current = version;
+    }
+
+    /// Adds the number of every table some live version references to `live`.
+    pub(crate) fn add_live_files(&mut self, live: &mut HashSet<u64>) {
+        self.live_versions.retain(|v| v.strong_count() > 0);
+        let versions = self
+            .live_versions
+            .iter()
+            .filter_map(Weak::upgrade)
+            .chain(std::iter::once(self.current.clone()));
+        for v in versions {
+            for files in &v.files {
+                live.extend(files.iter().map(|f| f.number));
+            }
+        }
+    }
+
+    /// The bytes of tables at `level` in the current version.
+    pub(crate) fn level_bytes(&self, level: usize) -> u64 {
+        super::version::total_file_size(&self.current.files[level])
+    }
+
+    /// The comparator for internal keys.
+    pub(crate) fn icmp(&self) -> &InternalKeyComparator {
+        &self.icmp
+    }
+
+    /// Where the database lives.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Edits describing the files of the current version (for tests and tools).
+    pub(crate) fn live_file_list(&self) -> BTreeSet<(usize, u64)> {
+        self.current
+            .files
+            .iter()
+            .enumerate()
+            .flat_map(|(level, files)| files.iter().map(move |f| (level, f.number)))
+            .collect()
+    }
+}
+
+/// A `FileMetaData` for a freshly written table.
+pub(crate) fn new_table_meta(
+    number: u64,
+    file_size: u64,
+    smallest: Vec<u8>,
+    largest: Vec<u8>,
+) -> FileMetaData {
+    FileMetaData {
+        number,
+        file_size,
+        smallest,
+        largest,
+    }
+}

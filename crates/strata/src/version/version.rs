@@ -1,0 +1,565 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`Version`]: an immutable set of live tables per level, and reads through it.
+//!
+//! Invariants:
+//! 1. Level-0 files may overlap; they are kept in ascending file-number order, and the newest
+//!    (highest number) holds the newest data.
+//! 2. Files of each level >= 1 do not overlap and are sorted by smallest key, so a binary search
+//!    on largest keys finds the one file that may hold a key.
+//!
+//! A `Version` is shared by `Arc`; readers and iterators hold it, so its files are not deleted
+//! while they are in use (the version set tracks live versions by `Weak`).
+
+use std::cmp::Ordering as CmpOrdering;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::edit::{FileMetaData, NUM_LEVELS};
+use crate::cache::TableCache;
+use crate::comparator::Comparator;
+use crate::error::Result;
+use crate::iter::{BoxedIter, InternalIterator};
+use crate::key::{
+    append_internal_key, user_key, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind,
+};
+use crate::table::{BlockReadOptions, TableIter};
+
+/// A table in a version, with its seek allowance.
+#[derive(Debug)]
+pub(crate) struct LiveFile {
+    pub(crate) meta: FileMetaData,
+    /// Seeks left before the file is worth compacting (see `LevelDB` §14: seek compaction).
+    pub(crate) allowed_seeks: AtomicI64,
+}
+
+impl LiveFile {
+    pub(crate) fn new(meta: FileMetaData) -> Arc<Self> {
+        // One seek costs about as much as compacting 16 KiB; at least 100.
+        let allowed = (meta.file_size / 16_384).max(100) as i64;
+        Arc::new(LiveFile {
+            meta,
+            allowed_seeks: AtomicI64::new(allowed),
+        })
+    }
+}
+
+impl std::ops::Deref for LiveFile {
+    type Target = FileMetaData;
+    fn deref(&self) -> &FileMetaData {
+        &self.meta
+    }
+}
+
+/// What a version's files say about a user key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TableLookup {
+    /// Found, with this value.
+    Value(Vec<u8>),
+    /// The newest visible entry is a deletion.
+    Deleted,
+    /// No file holds the key.
+    Absent,
+}
+
+/// The file a lookup should charge a seek to: the first file it read, when it had to read more
+/// than one.
+#[derive(Debug, Clone)]
+pub(crate) struct SeekCharge {
+    pub(crate) file: Arc<LiveFile>,
+    pub(crate) level: usize,
+}
+
+/// An immutable set of live tables per level.
+#[derive(Debug)]
+pub(crate) struct Version {
+    pub(crate) files: [Vec<Arc<LiveFile>>; NUM_LEVELS],
+    icmp: InternalKeyComparator,
+    /// The level most in need of compaction and its score (>= 1 means compact it).
+    pub(crate) compaction_level: usize,
+    pub(crate) compaction_score: f64,
+    /// A file whose seek allowance ran out, and its level.
+    pub(crate) file_to_compact: Mutex<Option<(Arc<LiveFile>, usize)>>,
+}
+
+/// The byte budget of level `level` (>= 1): 10 MiB at L1, ten times more per level.
+pub(crate) fn max_bytes_for_level(level: usize) -> f64 {
+    let mut result = 10.0 * 1_048_576.0;
+    for _ in 1..level {
+        result *= 10.0;
+    }
+    result
+}
+
+/// The total size of `files`.
+pub(crate) fn total_file_size(files: &[Arc<LiveFile>]) -> u64 {
+    files.iter().map(|f| f.file_size).sum()
+}
+
+impl Version {
+    pub(crate) fn new(
+        icmp: InternalKeyComparator,
+        files: [Vec<Arc<LiveFile>>; NUM_LEVELS],
+    ) -> Self {
+        let mut v = Version {
+            files,
+            icmp,
+            compaction_level: 0,
+            compaction_score: -1.0,
+            file_to_compact: Mutex::new(None),
+        };
+        v.compute_compaction_score();
+        v
+    }
+
+    /// An empty version.
+    pub(crate) fn empty(icmp: InternalKeyComparator) -> Self {
+        Self::new(icmp, Default::default())
+    }
+
+    fn user_cmp(&self) -> &dyn Comparator {
+        &**self.icmp.user_comparator()
+    }
+
+    /// Scores each level's need for compaction (LevelDB's policy): level 0 by file count over
+    /// 4, deeper levels by bytes over their budget. The highest score wins; ties go to the lower
+    /// level.
+    fn compute_compaction_score(&mut self) {
+        let mut best_level = 0;
+        let mut best_score = -1.0;
+        for level in 0..NUM_LEVELS - 1 {
+            let score = if level == 0 {
+                self.files[0].len() as f64 / 4.0
+            } else {
+                total_file_size(&self.files[level]) as f64 / max_bytes_for_level(level)
+            };
+            if score > best_score {
+                best_level = level;
+                best_score = score;
+            }
+        }
+        self.compaction_level = best_level;
+        self.compaction_score = best_score;
+    }
+
+    /// Number of files at `level`.
+    pub(crate) fn num_files(&self, level: usize) -> usize {
+        self.files[level].len()
+    }
+
+    /// Looks `user_key` up as of `snapshot`: level-0 files newest first, then one file per
+    /// deeper level. Returns the answer and the seek to charge, if any.
+    pub(crate) fn get(
+        &self,
+        options: &BlockReadOptions,
+        table_cache: &TableCache,
+        user_key: &[u8],
+        snapshot: SeqNo,
+    ) -> Result<(TableLookup, Option<SeekCharge>)> {
+        let mut seek_key = Vec::with_capacity(user_key.len() + 8);
+        append_internal_key(&mut seek_key, user_key, snapshot, ValueKind::FOR_SEEK);
+        let ucmp = self.user_cmp();
+        let mut first_read: Option<SeekCharge> = None;
+        let mut charge = None;
+        let mut search = |file: &Arc<LiveFile>, level: usize| -> Result<Option<TableLookup>> {
+            match &first_read {
+                None => {
+                    first_read = Some(SeekCharge {
+                        file: file.clone(),
+                        level,
+                    })
+                }
+                Some(first) if charge.is_none() => charge = Some(first.clone()),
+                Some(_) => {}
+            }
+            let table = table_cache.get(file.number, file.file_size)?;
+            let found = table.get(options, &seek_key, |k, v| {
+                let parsed = ParsedInternalKey::parse(k)?;
+                if ucmp.compare(parsed.user_key, user_key) != CmpOrdering::Equal {
+                    return None;
+                }
+                Some(match parsed.kind {
+                    ValueKind::Value => TableLookup::Value(v.to_vec()),
+                    ValueKind::Deletion => TableLookup::Deleted,
+                })
+            })?;
+            Ok(found.flatten())
+        };
+
+        // Level 0, newest file first (invariant 1).
+        for file in self.files[0].iter().rev() {
+            if ucmp.compare(user_key, user_key_of(&file.smallest)) != CmpOrdering::Less
+                && ucmp.compare(user_key, user_key_of(&file.largest)) != CmpOrdering::Greater
+            {
+                if let Some(answer) = search(file, 0)? {
+                    return Ok((answer, charge));
+                }
+            }
+        }
+        for level in 1..NUM_LEVELS {
+            let files = &self.files[level];
+            let index = find_file(&self.icmp, files, &seek_key);
+            let Some(file) = files.get(index) else {
+                continue;
+            };
+            if ucmp.compare(user_key, user_key_of(&file.smallest)) == CmpOrdering::Less {
+                continue;
+            }
+            if let Some(answer) = search(file, level)? {
+                return Ok((answer, charge));
+            }
+        }
+        Ok((TableLookup::Absent, charge))
+    }
+
+    /// Charges a seek to a file; returns true if the file is now due for compaction.
+    pub(crate) fn charge_seek(&self, charge: &SeekCharge) -> bool {
+        let left = charge.file.allowed_seeks.fetch_sub(1, Ordering::Relaxed) - 1;
+        if left <= 0 {
+            let mut slot = self
+                .file_to_compact
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if slot.is_none() {
+                *slot = Some((charge.file.clone(), charge.level));
+                return true;
+            }
+        }
+        false
+    }
+
+    /// True if some file at `level` overlaps the user-key range `[smallest, largest]` (either
+    /// bound may be open).
+    pub(crate) fn overlap_in_level(
+        &self,
+        level: usize,
+        smallest: Option<&[u8]>,
+        largest: Option<&[u8]>,
+    ) -> bool {
+        let ucmp = self.user_cmp();
+        let files = &self.files[level];
+        if level == 0 {
+            return files
+                .iter()
+                .any(|f| !after_file(ucmp, smallest, f) && !before_file(ucmp, largest, f));
+        }
+        let index = match smallest {
+            Some(s) => {
+                let mut k = Vec::with_capacity(s.len() + 8);
+                append_internal_key(&mut k, s, crate::key::MAX_SEQNO, ValueKind::FOR_SEEK);
+                find_file(&self.icmp, files, &k)
+            }
+            None => 0,
+        };
+        files
+            .get(index)
+            .is_some_and(|f| !before_file(ucmp, largest, f))
+    }
+
+    /// The level a flushed memtable covering `[smallest, largest]` (user keys) goes to: level 0
+    /// if it overlaps level 0, else as deep as level 2 while it overlaps nothing in the next
+    /// level and not too much (20 × max_file_size) in the one after.
+    pub(crate) fn pick_level_for_memtable_output(
+        &self,
+        smallest: &[u8],
+        largest: &[u8],
+        max_file_size: u64,
+    ) -> usize {
+        const MAX_MEM_COMPACT_LEVEL: usize = 2;
+        let mut level = 0;
+        if self.overlap_in_level(0, Some(smallest), Some(largest)) {
+            return 0;
+        }
+        let mut start = Vec::new();
+        append_internal_key(
+            &mut start,
+            smallest,
+            crate::key::MAX_SEQNO,
+            ValueKind::FOR_SEEK,
+        );
+        let mut limit = Vec::new();
+        append_internal_key(&mut limit, largest, 0, ValueKind::Deletion);
+        while level < MAX_MEM_COMPACT_LEVEL {
+            if self.overlap_in_level(level + 1, Some(smallest), Some(largest)) {
+                break;
+            }
+            if level + 2 < NUM_LEVELS {
+                let overlaps = self.overlapping_inputs(level + 2, Some(&start), Some(&limit));
+                if total_file_size(&overlaps) > 10 * max_file_size {
+                    break;
+                }
+            }
+            level += 1;
+        }
+        level
+    }
+
+    /// The files at `level` that overlap the internal-key range `[begin, end]` by user key
+    /// (either bound may be open). At level 0 the range grows to take in every file that
+    /// overlaps a file already taken, since level-0 files overlap each other.
+    pub(crate) fn overlapping_inputs(
+        &self,
+        level: usize,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Vec<Arc<LiveFile>> {
+        let ucmp = self.user_cmp();
+        let mut user_begin = begin.map(|b| user_key(b).to_vec());
+        let mut user_end = end.map(|e| user_key(e).to_vec());
+        let mut inputs = Vec::new();
+        let mut i = 0;
+        while i < self.files[level].len() {
+            let f = &self.files[level][i];
+            i += 1;
+            let file_start = user_key_of(&f.smallest);
+            let file_limit = user_key_of(&f.largest);
+            let before = user_begin
+                .as_deref()
+                .is_some_and(|b| ucmp.compare(file_limit, b) == CmpOrdering::Less);
+            let after = user_end
+                .as_deref()
+                .is_some_and(|e| ucmp.compare(file_start, e) == CmpOrdering::Greater);
+            if before || after {
+                continue;
+            }
+            inputs.push(f.clone());
+            if level == 0 {
+                // Widen the range and start over if this file sticks out of it.
+                if user_begin
+                    .as_deref()
+                    .is_some_and(|b| ucmp.compare(file_start, b) == CmpOrdering::Less)
+                {
+                    user_begin = Some(file_start.to_vec());
+                    inputs.clear();
+                    i = 0;
+                } else if user_end
+                    .as_deref()
+                    .is_some_and(|e| ucmp.compare(file_limit, e) == CmpOrdering::Greater)
+                {
+                    user_end = Some(file_limit.to_vec());
+                    inputs.clear();
+                    i = 0;
+                }
+            }
+        }
+        inputs
+    }
+
+    /// Adds a cursor per level-0 file and one per non-empty deeper level to `out`.
+    pub(crate) fn add_iterators(
+        &self,
+        options: BlockReadOptions,
+        table_cache: &Arc<TableCache>,
+        out: &mut Vec<BoxedIter>,
+    ) -> Result<()> {
+        for f in &self.files[0] {
+            let table = table_cache.get(f.number, f.file_size)?;
+            out.push(Box::new(table.iter(options)));
+        }
+        for level in 1..NUM_LEVELS {
+            if !self.files[level].is_empty() {
+                out.push(Box::new(LevelIter::new(
+                    self.icmp.clone(),
+                    self.files[level].clone(),
+                    table_cache.clone(),
+                    options,
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The approximate offset of `internal_key` within the whole version's data: the sizes of
+    /// the files entirely before it plus its offset inside the files that span it.
+    pub(crate) fn approximate_offset_of(
+        &self,
+        table_cache: &TableCache,
+        internal_key: &[u8],
+    ) -> u64 {
+        let mut result = 0;
+        for (level, files) in self.files.iter().enumerate() {
+            for f in files {
+                if self.icmp.compare(&f.largest, internal_key) != CmpOrdering::Greater {
+                    result += f.file_size;
+                } else if self.icmp.compare(&f.smallest, internal_key) == CmpOrdering::Greater {
+                    // Sorted levels: later files are past the key too.
+                    if level > 0 {
+                        break;
+                    }
+                } else if let Ok(table) = table_cache.get(f.number, f.file_size) {
+                    result += table.approximate_offset_of(internal_key);
+                }
+            }
+        }
+        result
+    }
+}
+
+fn user_key_of(internal_key: &[u8]) -> &[u8] {
+    user_key(internal_key)
+}
+
+/// True if user key `k` is after every key of `f` (an open bound is never after).
+fn after_file(ucmp: &dyn Comparator, k: Option<&[u8]>, f: &LiveFile) -> bool {
+    k.is_some_and(|k| ucmp.compare(k, user_key_of(&f.largest)) == CmpOrdering::Greater)
+}
+
+/// True if user key `k` is before every key of `f` (an open bound is never before).
+fn before_file(ucmp: &dyn Comparator, k: Option<&[u8]>, f: &LiveFile) -> bool {
+    k.is_some_and(|k| ucmp.compare(k, user_key_of(&f.smallest)) == CmpOrdering::Less)
+}
+
+/// The index of the first file whose largest key is >= `internal_key` (`files.len()` if none).
+/// Requires: `files` sorted and non-overlapping (invariant 2).
+pub(crate) fn find_file(
+    icmp: &InternalKeyComparator,
+    files: &[Arc<LiveFile>],
+    internal_key: &[u8],
+) -> usize {
+    files.partition_point(|f| icmp.compare(&f.largest, internal_key) == CmpOrdering::Less)
+}
+
+/// A cursor over the files of one sorted level (>= 1), opening each table as it is reached.
+pub(crate) struct LevelIter {
+    icmp: InternalKeyComparator,
+    files: Vec<Arc<LiveFile>>,
+    table_cache: Arc<TableCache>,
+    options: BlockReadOptions,
+    /// The file `table` iterates; `files.len()` when none.
+    index: usize,
+    table: Option<TableIter>,
+    error: Option<crate::error::Error>,
+}
+
+impl LevelIter {
+    pub(crate) fn new(
+        icmp: InternalKeyComparator,
+        files: Vec<Arc<LiveFile>>,
+        table_cache: Arc<TableCache>,
+        options: BlockReadOptions,
+    ) -> Self {
+        let index = files.len();
+        LevelIter {
+            icmp,
+            files,
+            table_cache,
+            options,
+            index,
+            table: None,
+            error: None,
+        }
+    }
+
+    /// Opens file `index` (or closes the cursor if it is out of range).
+    fn open(&mut self, index: usize) {
+        self.index = index;
+        self.table = None;
+        if self.error.is_some() {
+            return;
+        }
+        let Some(f) = self.files.get(index) else {
+            return;
+        };
+        match self.table_cache.get(f.number, f.file_size) {
+            Ok(table) => self.table = Some(table.iter(self.options)),
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    fn table_valid(&self) -> bool {
+        self.table.as_ref().is_some_and(|t| t.valid())
+    }
+
+    fn table_failed(&mut self) -> bool {
+        if let Some(Err(e)) = self.table.as_ref().map(|t| t.status()) {
+            self.error.get_or_insert(e);
+            self.table = None;
+        }
+        self.error.is_some()
+    }
+
+    fn skip_forward(&mut self) {
+        while !self.table_valid() {
+            if self.table_failed() || self.index + 1 >= self.files.len() {
+                self.table = None;
+                return;
+            }
+            self.open(self.index + 1);
+            if let Some(t) = self.table.as_mut() {
+                t.seek_to_first();
+            }
+        }
+    }
+
+    fn skip_backward(&mut self) {
+        while !self.table_valid() {
+            if self.table_failed() || self.index == 0 || self.index > self.files.len() {
+                self.table = None;
+                return;
+            }
+            self.open(self.index - 1);
+            if let Some(t) = self.table.as_mut() {
+                t.seek_to_last();
+            }
+        }
+    }
+}
+
+impl InternalIterator for LevelIter {
+    fn valid(&self) -> bool {
+        self.error.is_none() && self.table_valid()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.open(0);
+        if let Some(t) = self.table.as_mut() {
+            t.seek_to_first();
+        }
+        self.skip_forward();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.open(self.files.len().saturating_sub(1));
+        if let Some(t) = self.table.as_mut() {
+            t.seek_to_last();
+        }
+        self.skip_backward();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        let index = find_file(&self.icmp, &self.files, target);
+        self.open(index);
+        if let Some(t) = self.table.as_mut() {
+            t.seek(target);
+        }
+        self.skip_forward();
+    }
+
+    fn next(&mut self) {
+        if let Some(t) = self.table.as_mut() {
+            t.next();
+        }
+        self.skip_forward();
+    }
+
+    fn prev(&mut self) {
+        if let Some(t) = self.table.as_mut() {
+            t.prev();
+        }
+        self.skip_backward();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.table.as_ref().expect("requires valid()").key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.table.as_ref().expect("requires valid()").value()
+    }
+
+    fn status(&self) -> Result<()> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        self.table.as_ref().map_or(Ok(()), |t| t.status())
+    }
+}
