@@ -38,28 +38,28 @@ mod batch;
 // TODO(#3): the database layer uses these; until then only their tests do.
 pub mod cache;
 pub mod coding;
-// TODO(#3): the background job uses the picker.
-#[allow(dead_code)]
 mod compaction;
 mod comparator;
+mod db;
 pub mod env;
 mod error;
 #[allow(dead_code)]
 mod filename;
 pub mod filter;
+mod info_log;
 pub mod iter;
 pub mod key;
 pub mod log;
 #[allow(dead_code)]
 mod memtable;
 mod options;
-#[allow(dead_code)]
 mod snapshot;
 pub mod table;
 pub mod version;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use comparator::{bytewise, BytewiseComparator, Comparator};
+pub use db::{destroy, Db, DbIterator, RangeIter, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use env::{CrashMode, Env, MemEnv, PosixEnv};
 pub use error::{Error, Result};
 pub use options::{Options, ReadOptions, WriteOptions};

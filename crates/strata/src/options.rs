@@ -115,8 +115,6 @@ impl fmt::Debug for Options {
     }
 }
 
-// TODO(#3): `sanitized` and `table_options` serve `Db::open`.
-#[allow(dead_code)]
 impl Options {
     /// These options with LevelDB's bloom filter at `bits_per_key` (10 gives about 1% false
     /// positives).

@@ -18,9 +18,7 @@ use crate::key::SeqNo;
 ///
 /// # Example
 ///
-/// TODO(#3): runs as a doctest once `Db` lands.
-///
-/// ```ignore
+/// ```
 /// use strata::{Db, Options, ReadOptions, WriteOptions};
 /// # let dir = tempfile::tempdir().unwrap();
 /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
@@ -96,15 +94,6 @@ impl SnapshotList {
             .next()
             .copied()
     }
-
-    /// The number of live snapshots.
-    pub(crate) fn len(&self) -> usize {
-        self.live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .sum()
-    }
 }
 
 #[cfg(test)]
@@ -119,7 +108,6 @@ mod tests {
         let b = list.acquire(3);
         let c = list.acquire(3);
         assert_eq!(list.oldest(), Some(3));
-        assert_eq!(list.len(), 3);
         drop(b);
         assert_eq!(list.oldest(), Some(3));
         drop(c);

@@ -2,13 +2,10 @@
 //! The cursor contract every internal iterator follows (blocks, tables, and later memtables,
 //! levels and merges).
 
-// TODO(#3): the database's read path uses the merge; until then only its tests do.
-#[allow(dead_code)]
 mod merging;
 #[cfg(test)]
 mod vec_iter;
 
-#[allow(unused_imports)]
 pub(crate) use merging::MergingIter;
 #[cfg(test)]
 pub(crate) use vec_iter::VecIter;

@@ -16,8 +16,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// The size of a regular block.
-const BLOCK_BYTES: usize = 64 * 1024;
+/// The size of a regular block: small, so that memory accounting (which counts whole blocks)
+/// stays close to what is used, even with a small write buffer.
+const BLOCK_BYTES: usize = 4096;
 /// Requests larger than this get a block of their own, so that a big value does not waste the
 /// rest of the current block.
 const DEDICATED_THRESHOLD: usize = BLOCK_BYTES / 4;

@@ -3,10 +3,9 @@
 //! change it.
 
 mod edit;
-#[allow(dead_code)]
 pub(crate) mod set;
 // The style guide's layout: `version/version.rs` holds the `Version` type.
-#[allow(dead_code, clippy::module_inception)]
+#[allow(clippy::module_inception)]
 pub(crate) mod version;
 
 pub use edit::{FileMetaData, VersionEdit, NUM_LEVELS};

@@ -341,17 +341,7 @@ impl VersionSet {
         super::version::total_file_size(&self.current.files[level])
     }
 
-    /// The comparator for internal keys.
-    pub(crate) fn icmp(&self) -> &InternalKeyComparator {
-        &self.icmp
-    }
-
-    /// Where the database lives.
-    pub(crate) fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// Edits describing the files of the current version (for tests and tools).
+    /// The (level, number) of every table in the current version.
     pub(crate) fn live_file_list(&self) -> BTreeSet<(usize, u64)> {
         self.current
             .files

@@ -1,0 +1,598 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Background work, on one thread per database: flushing the immutable memtable to a table,
+//! compacting levels, and deleting files no version needs.
+//!
+//! The thread takes the state mutex to choose work and to install its result, and releases it
+//! while it reads and writes tables. A flush always goes first: a long compaction stops between
+//! two entries to flush a waiting memtable, so writers are not held up behind it.
+//!
+//! Fail-stop: if a flush or compaction fails (a write or sync error, a full disk, a damaged
+//! input), the error becomes the database's background error: writes fail with it until the
+//! database is reopened, nothing on disk changes meaning (the MANIFEST is only appended to
+//! after its outputs are synced), and no file is deleted.
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard};
+use std::time::Instant;
+
+use super::open::info;
+use super::write::{make_room_for_write, wait_for_background, PendingWrite};
+use super::{DbInner, DbState, ManualCompaction};
+use crate::compaction::{picker, Compaction};
+use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
+use crate::iter::{BoxedIter, InternalIterator, MergingIter};
+use crate::key::{append_internal_key, ParsedInternalKey, ValueKind, MAX_SEQNO};
+use crate::memtable::MemTable;
+use crate::table::{BlockReadOptions, TableBuilder};
+use crate::version::set::new_table_meta;
+use crate::version::version::LevelIter;
+use crate::version::{FileMetaData, VersionEdit, NUM_LEVELS};
+
+type Guard<'a> = MutexGuard<'a, DbState>;
+
+/// Starts the background thread.
+pub(crate) fn start(inner: &Arc<DbInner>) {
+    let worker = inner.clone();
+    let handle = std::thread::Builder::new()
+        .name("strata-background".into())
+        .spawn(move || run(&worker))
+        .expect("spawning the background thread");
+    *inner.bg_thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+    maybe_schedule(inner, &inner.lock_state());
+}
+
+/// Wakes the background thread to look for work. Requires: the state mutex is held (the guard
+/// is passed), so that the wake-up cannot be lost.
+pub(crate) fn maybe_schedule(inner: &DbInner, _state: &DbState) {
+    inner.bg_work.notify_all();
+}
+
+enum Work {
+    Flush,
+    Manual,
+    Compaction,
+}
+
+fn next_work(state: &DbState) -> Option<Work> {
+    if state.bg_error.is_some() {
+        return None;
+    }
+    if state.imm.is_some() {
+        return Some(Work::Flush);
+    }
+    if state.manual.as_ref().is_some_and(|m| !m.done) {
+        return Some(Work::Manual);
+    }
+    let v = state.versions.current();
+    let seek_due = v
+        .file_to_compact
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .is_some();
+    (v.compaction_score >= 1.0 || seek_due).then_some(Work::Compaction)
+}
+
+fn run(inner: &Arc<DbInner>) {
+    let mut state = inner.lock_state();
+    while !inner.shutting_down.load(Ordering::Acquire) {
+        let Some(work) = next_work(&state) else {
+            state = inner.bg_work.wait(state).unwrap_or_else(|e| e.into_inner());
+            continue;
+        };
+        state = match work {
+            Work::Flush => flush_memtable(inner, state),
+            Work::Manual => manual_step(inner, state),
+            Work::Compaction => {
+                let c = pick(inner, &state);
+                match c {
+                    Some(c) => run_compaction(inner, state, c),
+                    None => state,
+                }
+            }
+        };
+        inner.bg_done.notify_all();
+    }
+    inner.bg_done.notify_all();
+}
+
+fn pick(inner: &DbInner, state: &DbState) -> Option<Compaction> {
+    picker::pick_compaction(
+        &state.versions.current(),
+        &state.versions.compact_pointers,
+        &inner.icmp,
+        inner.options.max_file_size as u64,
+    )
+}
+
+/// Keeps the first background error and wakes everyone who waits on background work.
+fn record_error(inner: &DbInner, state: &mut DbState, e: Error) {
+    info!(
+        inner,
+        "background error; the database accepts no more writes: {e}"
+    );
+    state.bg_error.get_or_insert(e);
+    inner.bg_done.notify_all();
+}
+
+/// Writes the entries of `iter` to table `number` and syncs it. Returns `None` (and writes no
+/// file) if there are none. The table is opened once through the table cache to check it.
+pub(crate) fn build_table(
+    inner: &DbInner,
+    number: u64,
+    iter: &mut dyn InternalIterator,
+) -> Result<Option<FileMetaData>> {
+    iter.seek_to_first();
+    if !iter.valid() {
+        iter.status()?;
+        return Ok(None);
+    }
+    let path = filename::table_file(&inner.dir, number);
+    let result = (|| {
+        let file = inner.env.new_writable_file(&path)?;
+        let mut builder = TableBuilder::new(inner.options.table_options(), file);
+        let smallest = iter.key().to_vec();
+        let mut largest = Vec::new();
+        while iter.valid() {
+            largest.clear();
+            largest.extend_from_slice(iter.key());
+            builder.add(iter.key(), iter.value())?;
+            iter.next();
+        }
+        iter.status()?;
+        let size = builder.finish(true)?;
+        inner.table_cache.get(number, size)?;
+        Ok(new_table_meta(number, size, smallest, largest))
+    })();
+    if result.is_err() {
+        inner.table_cache.evict(number);
+        let _ = inner.env.remove_file(&path);
+    }
+    result.map(Some)
+}
+
+/// Writes `mem` to a new table while holding the state mutex (used during recovery, when
+/// nothing else runs).
+pub(crate) fn write_level0_table(
+    inner: &DbInner,
+    state: &mut DbState,
+    mem: &Arc<MemTable>,
+) -> Result<Option<FileMetaData>> {
+    let number = state.versions.new_file_number();
+    let start = Instant::now();
+    let meta = build_table(inner, number, &mut mem.iter())?;
+    if let Some(m) = &meta {
+        state.stats[0].micros += start.elapsed().as_micros() as u64;
+        state.stats[0].bytes_written += m.file_size;
+        info!(inner, "level-0 table {number}: {} bytes", m.file_size);
+    }
+    Ok(meta)
+}
+
+/// Flushes the immutable memtable to a table and installs it.
+fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guard<'a> {
+    let Some(imm) = state.imm.clone() else {
+        return state;
+    };
+    let base = state.versions.current();
+    let number = state.versions.new_file_number();
+    state.pending_outputs.insert(number);
+    drop(state);
+
+    let start = Instant::now();
+    let built = build_table(inner, number, &mut imm.iter());
+    let mut state = inner.lock_state();
+    state.pending_outputs.remove(&number);
+    let result = built.and_then(|meta| {
+        let mut edit = VersionEdit::default();
+        let mut level = 0;
+        if let Some(meta) = meta {
+            // While a compaction runs, its outputs may span gaps between its inputs, so a
+            // table placed below level 0 could overlap them: flush to level 0 then.
+            if !state.compacting {
+                level = base.pick_level_for_memtable_output(
+                    crate::key::user_key(&meta.smallest),
+                    crate::key::user_key(&meta.largest),
+                    inner.options.max_file_size as u64,
+                );
+            }
+            let stats = &mut state.stats[level];
+            stats.micros += start.elapsed().as_micros() as u64;
+            stats.bytes_written += meta.file_size;
+            info!(
+                inner,
+                "flushed memtable to table {number} at level {level}: {} bytes", meta.file_size
+            );
+            edit.new_files.push((level, meta));
+        }
+        edit.log_number = Some(state.log_number);
+        edit.prev_log_number = Some(0);
+        state.versions.log_and_apply(&mut edit)
+    });
+    match result {
+        Ok(()) => {
+            state.imm = None;
+            inner.publish_view(&state);
+            delete_obsolete_files(inner, &mut state);
+        }
+        Err(e) => record_error(inner, &mut state, e),
+    }
+    state
+}
+
+/// Runs one step of the manual compaction in `state.manual`.
+fn manual_step<'a>(inner: &'a Arc<DbInner>, state: Guard<'a>) -> Guard<'a> {
+    let Some(m) = state.manual.as_ref() else {
+        return state;
+    };
+    let c = picker::compact_range(
+        &state.versions.current(),
+        &inner.icmp,
+        m.level,
+        m.begin.as_deref(),
+        m.end.as_deref(),
+        inner.options.max_file_size as u64,
+    );
+    let mut state = state;
+    let Some(c) = c else {
+        if let Some(m) = state.manual.as_mut() {
+            m.done = true;
+        }
+        return state;
+    };
+    // The next step starts after this one's last input.
+    let last = c.inputs[0]
+        .last()
+        .expect("a plan has inputs")
+        .largest
+        .clone();
+    if let Some(m) = state.manual.as_mut() {
+        m.begin = Some(last);
+    }
+    run_compaction(inner, state, c)
+}
+
+/// Runs a compaction plan and installs its result.
+fn run_compaction<'a>(
+    inner: &'a Arc<DbInner>,
+    mut state: Guard<'a>,
+    mut c: Compaction,
+) -> Guard<'a> {
+    let start = Instant::now();
+    if c.is_trivial_move() {
+        let f = c.inputs[0][0].clone();
+        c.edit.deleted_files.insert((c.level, f.number));
+        c.edit.new_files.push((c.level + 1, f.meta.clone()));
+        match state.versions.log_and_apply(&mut c.edit) {
+            Ok(()) => {
+                info!(inner, "moved table {} to level {}", f.number, c.level + 1);
+                inner.publish_view(&state);
+            }
+            Err(e) => record_error(inner, &mut state, e),
+        }
+        return state;
+    }
+    let smallest_snapshot = inner
+        .snapshots
+        .oldest()
+        .unwrap_or(state.versions.last_sequence);
+    info!(
+        inner,
+        "compacting {}@{} + {}@{} files",
+        c.num_input_files(0),
+        c.level,
+        c.num_input_files(1),
+        c.level + 1
+    );
+    state.compacting = true;
+    drop(state);
+    let mut outputs = Vec::new();
+    let work = compaction_work(inner, &mut c, smallest_snapshot, &mut outputs);
+    let mut state = inner.lock_state();
+    state.compacting = false;
+    for o in &outputs {
+        state.pending_outputs.remove(&o.number);
+    }
+    match work {
+        Ok(true) => {
+            let written: u64 = outputs.iter().map(|o| o.file_size).sum();
+            let stats = &mut state.stats[c.level + 1];
+            stats.micros += start.elapsed().as_micros() as u64;
+            stats.bytes_read += c.input_bytes();
+            stats.bytes_written += written;
+            c.add_input_deletions();
+            for o in outputs {
+                c.edit.new_files.push((c.level + 1, o));
+            }
+            match state.versions.log_and_apply(&mut c.edit) {
+                Ok(()) => {
+                    inner.publish_view(&state);
+                    delete_obsolete_files(inner, &mut state);
+                }
+                Err(e) => record_error(inner, &mut state, e),
+            }
+        }
+        // Shutting down: the outputs are left for the next open to delete.
+        Ok(false) => {}
+        Err(e) => record_error(inner, &mut state, e),
+    }
+    state
+}
+
+/// A cursor over every input of a compaction, merged.
+fn input_iterator(inner: &DbInner, c: &Compaction) -> Result<MergingIter> {
+    let options = BlockReadOptions {
+        verify_checksums: true,
+        fill_cache: false,
+    };
+    let mut children: Vec<BoxedIter> = Vec::new();
+    for which in 0..2 {
+        let level = c.level + which;
+        if level == 0 {
+            for f in &c.inputs[which] {
+                let table = inner.table_cache.get(f.number, f.file_size)?;
+                children.push(Box::new(table.iter(options)));
+            }
+        } else if !c.inputs[which].is_empty() {
+            children.push(Box::new(LevelIter::new(
+                inner.icmp.clone(),
+                c.inputs[which].clone(),
+                inner.table_cache.clone(),
+                options,
+            )));
+        }
+    }
+    let icmp: Arc<dyn crate::comparator::Comparator> = Arc::new(inner.icmp.clone());
+    Ok(MergingIter::new(icmp, children))
+}
+
+/// An output table being written.
+struct Output {
+    number: u64,
+    builder: TableBuilder,
+    smallest: Vec<u8>,
+    largest: Vec<u8>,
+}
+
+/// Merges the inputs into output tables, dropping what no snapshot can see. Returns false if
+/// it stopped because the database is shutting down.
+fn compaction_work(
+    inner: &Arc<DbInner>,
+    c: &mut Compaction,
+    smallest_snapshot: u64,
+    outputs: &mut Vec<FileMetaData>,
+) -> Result<bool> {
+    let mut input = input_iterator(inner, c)?;
+    input.seek_to_first();
+    let ucmp = inner.icmp.user_comparator().clone();
+    let mut current: Option<Output> = None;
+    let mut current_user_key: Option<Vec<u8>> = None;
+    let mut last_seqno_for_key = MAX_SEQNO;
+    let result = (|| -> Result<bool> {
+        while input.valid() {
+            if inner.shutting_down.load(Ordering::Acquire) {
+                return Ok(false);
+            }
+            if inner.has_imm.load(Ordering::Acquire) {
+                let state = inner.lock_state();
+                drop(flush_memtable(inner, state));
+                inner.bg_done.notify_all();
+            }
+            let key = input.key();
+            if c.should_stop_before(key) && current.is_some() {
+                finish_output(inner, current.take().expect("checked"), outputs)?;
+            }
+            let parsed = ParsedInternalKey::parse(key).ok_or_else(|| {
+                Error::corruption(&inner.dir, 0, "compaction input holds a malformed key")
+            })?;
+            let new_key = current_user_key
+                .as_deref()
+                .is_none_or(|k| ucmp.compare(parsed.user_key, k).is_ne());
+            if new_key {
+                current_user_key = Some(parsed.user_key.to_vec());
+                last_seqno_for_key = MAX_SEQNO;
+            }
+            // (A) a newer entry for this key is visible to every snapshot, so this one is
+            // hidden from all of them; (B) a tombstone every snapshot sees, with nothing older
+            // below to hide, hides nothing.
+            let drop = last_seqno_for_key <= smallest_snapshot
+                || (parsed.kind == ValueKind::Deletion
+                    && parsed.seqno <= smallest_snapshot
+                    && c.is_base_level_for_key(parsed.user_key));
+            last_seqno_for_key = parsed.seqno;
+            if !drop {
+                if current.is_none() {
+                    current = Some(open_output(inner)?);
+                }
+                let out = current.as_mut().expect("opened above");
+                if out.builder.entry_count() == 0 {
+                    out.smallest = key.to_vec();
+                }
+                out.largest.clear();
+                out.largest.extend_from_slice(key);
+                out.builder.add(key, input.value())?;
+                if out.builder.file_size() >= c.max_output_file_size {
+                    finish_output(inner, current.take().expect("checked"), outputs)?;
+                }
+            }
+            input.next();
+        }
+        input.status()?;
+        if let Some(out) = current.take() {
+            finish_output(inner, out, outputs)?;
+        }
+        Ok(true)
+    })();
+    if !matches!(result, Ok(true)) {
+        // Outputs of a failed or abandoned compaction are not installed; remove them now
+        // (the next open would otherwise).
+        for o in outputs.iter() {
+            inner.table_cache.evict(o.number);
+            let _ = inner
+                .env
+                .remove_file(&filename::table_file(&inner.dir, o.number));
+        }
+        if let Some(out) = current {
+            let _ = inner
+                .env
+                .remove_file(&filename::table_file(&inner.dir, out.number));
+        }
+    }
+    result
+}
+
+fn open_output(inner: &DbInner) -> Result<Output> {
+    let number = {
+        let mut state = inner.lock_state();
+        let n = state.versions.new_file_number();
+        state.pending_outputs.insert(n);
+        n
+    };
+    let file = inner
+        .env
+        .new_writable_file(&filename::table_file(&inner.dir, number))?;
+    Ok(Output {
+        number,
+        builder: TableBuilder::new(inner.options.table_options(), file),
+        smallest: Vec::new(),
+        largest: Vec::new(),
+    })
+}
+
+fn finish_output(inner: &DbInner, out: Output, outputs: &mut Vec<FileMetaData>) -> Result<()> {
+    let size = out.builder.finish(true)?;
+    inner.table_cache.get(out.number, size)?;
+    outputs.push(new_table_meta(out.number, size, out.smallest, out.largest));
+    Ok(())
+}
+
+/// Deletes every file of the database that no version, pending output or live log needs.
+/// Does nothing after a background error: what is live can then not be known for sure.
+pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
+    if state.bg_error.is_some() || inner.read_only {
+        return;
+    }
+    let mut live: HashSet<u64> = state.pending_outputs.clone();
+    state.versions.add_live_files(&mut live);
+    let log_number = state.versions.log_number;
+    let prev_log_number = state.versions.prev_log_number;
+    let manifest_number = state.versions.manifest_file_number;
+    let Ok(names) = inner.env.children(&inner.dir) else {
+        return;
+    };
+    for name in names {
+        let keep = match filename::parse_file_name(&name) {
+            None => true,
+            Some((kind, n)) => match kind {
+                FileKind::Log => n >= log_number || n == prev_log_number,
+                FileKind::Manifest => n >= manifest_number,
+                FileKind::Table | FileKind::Temp => live.contains(&n),
+                FileKind::Current | FileKind::Lock | FileKind::InfoLog => true,
+            },
+        };
+        if keep {
+            continue;
+        }
+        if let Some((FileKind::Table, n)) = filename::parse_file_name(&name) {
+            inner.table_cache.evict(n);
+        }
+        match inner.env.remove_file(&inner.dir.join(&name)) {
+            Ok(()) => info!(inner, "deleted obsolete file {name}"),
+            Err(e) => info!(inner, "could not delete obsolete file {name}: {e}"),
+        }
+    }
+}
+
+/// Switches to a new memtable through the writer queue (so that no write is in flight into
+/// the old one), then waits until it is flushed.
+fn flush_now(inner: &Arc<DbInner>) -> Result<()> {
+    let me = Arc::new(PendingWrite::marker());
+    let mut state = inner.lock_state();
+    state.writers.push_back(me.clone());
+    while !Arc::ptr_eq(state.writers.front().expect("queued"), &me) {
+        state = me.wait(state);
+    }
+    let empty = state.mem.is_empty();
+    let (mut state, result) = if empty {
+        (state, Ok(()))
+    } else {
+        make_room_for_write(inner, state, true)
+    };
+    state.writers.pop_front();
+    if let Some(next) = state.writers.front() {
+        next.notify();
+    }
+    result?;
+    while state.imm.is_some() {
+        if let Some(e) = &state.bg_error {
+            return Err(e.clone());
+        }
+        state = wait_for_background(inner, state);
+    }
+    Ok(())
+}
+
+/// Flushes the memtable and compacts the user-key range `[begin, end]` level by level down to
+/// the deepest level that holds any of it.
+pub(crate) fn compact_range(
+    inner: &Arc<DbInner>,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Result<()> {
+    if inner.read_only {
+        return Err(Error::not_supported("the database was opened read-only"));
+    }
+    flush_now(inner)?;
+    let max_level = {
+        let state = inner.lock_state();
+        let v = state.versions.current();
+        (1..NUM_LEVELS)
+            .filter(|&level| v.overlap_in_level(level, begin, end))
+            .max()
+            .unwrap_or(1)
+    };
+    let begin_key = begin.map(|b| {
+        let mut k = Vec::new();
+        append_internal_key(&mut k, b, MAX_SEQNO, ValueKind::FOR_SEEK);
+        k
+    });
+    let end_key = end.map(|e| {
+        let mut k = Vec::new();
+        append_internal_key(&mut k, e, 0, ValueKind::Deletion);
+        k
+    });
+    for level in 0..max_level {
+        let mut state = inner.lock_state();
+        // One manual compaction at a time.
+        while state.manual.is_some() {
+            state = inner.bg_done.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        state.manual = Some(ManualCompaction {
+            level,
+            begin: begin_key.clone(),
+            end: end_key.clone(),
+            done: false,
+        });
+        inner.bg_work.notify_all();
+        loop {
+            if let Some(e) = &state.bg_error {
+                let e = e.clone();
+                state.manual = None;
+                inner.bg_done.notify_all();
+                return Err(e);
+            }
+            if state.manual.as_ref().is_some_and(|m| m.done) {
+                break;
+            }
+            if inner.shutting_down.load(Ordering::Acquire) {
+                state.manual = None;
+                return Err(Error::not_supported("the database is closing"));
+            }
+            state = inner.bg_done.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        state.manual = None;
+        inner.bg_done.notify_all();
+    }
+    Ok(())
+}

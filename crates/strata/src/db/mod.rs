@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`Db`]: the database handle.
+//!
+//! # Locking
+//!
+//! - `DbInner::state` (the *state mutex*) guards [`DbState`]: the memtables, the version set and
+//!   MANIFEST, the writer queue, background-work flags and the first background error.
+//! - `DbInner::log` guards the write-ahead log. Only the writer at the front of the queue (the
+//!   *leader*) writes to it, with the state mutex released; the memtable switch replaces it
+//!   while holding the state mutex. Lock order: state, then log; never the other way.
+//! - Reads take no lock: they load `visible_seqno` (an atomic), then the [`ReadView`] (an
+//!   `ArcSwap`), and read the memtables and tables it names. A view is replaced, whole, whenever
+//!   the memtables or the version change, in an order that never hides data from it: a
+//!   memtable becomes immutable before it is flushed, and its table is in the version before
+//!   the memtable leaves the view.
+//! - The background thread (flushes and compactions) takes the state mutex to choose work and
+//!   to install results, and releases it while it reads and writes tables.
+
+mod background;
+mod iter;
+mod open;
+mod properties;
+mod write;
+
+use std::collections::{HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use arc_swap::ArcSwap;
+
+use crate::batch::WriteBatch;
+use crate::cache::{BlockCache, TableCache};
+use crate::env::{Env, FileLock};
+use crate::error::{Error, Result};
+use crate::info_log::InfoLog;
+use crate::key::{InternalKeyComparator, SeqNo};
+use crate::log::LogWriter;
+use crate::memtable::{MemLookup, MemTable};
+use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::snapshot::{Snapshot, SnapshotList};
+use crate::table::BlockReadOptions;
+use crate::version::set::VersionSet;
+use crate::version::version::{TableLookup, Version};
+use crate::version::NUM_LEVELS;
+
+pub use iter::{DbIterator, RangeIter};
+pub use open::destroy;
+use write::PendingWrite;
+
+/// What readers see: the memtables and the version, replaced whole.
+pub(crate) struct ReadView {
+    pub(crate) mem: Arc<MemTable>,
+    pub(crate) imm: Option<Arc<MemTable>>,
+    pub(crate) version: Arc<Version>,
+}
+
+/// Per-level compaction statistics, for `leveldb.stats`.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct LevelStats {
+    pub(crate) micros: u64,
+    pub(crate) bytes_read: u64,
+    pub(crate) bytes_written: u64,
+}
+
+/// A manual compaction in progress: the level and the range still to compact.
+pub(crate) struct ManualCompaction {
+    pub(crate) level: usize,
+    pub(crate) begin: Option<Vec<u8>>,
+    pub(crate) end: Option<Vec<u8>>,
+    pub(crate) done: bool,
+}
+
+/// Everything the state mutex guards.
+pub(crate) struct DbState {
+    pub(crate) mem: Arc<MemTable>,
+    pub(crate) imm: Option<Arc<MemTable>>,
+    /// The number of the log `DbInner::log` writes.
+    pub(crate) log_number: u64,
+    pub(crate) versions: VersionSet,
+    /// The first background or log error; once set, every write fails with it (fail-stop).
+    pub(crate) bg_error: Option<Error>,
+    /// Writers waiting, the leader first.
+    pub(crate) writers: VecDeque<Arc<PendingWrite>>,
+    pub(crate) manual: Option<ManualCompaction>,
+    /// Table numbers being written, which obsolete-file deletion must keep.
+    pub(crate) pending_outputs: HashSet<u64>,
+    /// True while a compaction merges tables (with the state mutex released).
+    pub(crate) compacting: bool,
+    pub(crate) stats: [LevelStats; NUM_LEVELS],
+}
+
+pub(crate) struct DbInner {
+    pub(crate) dir: PathBuf,
+    pub(crate) options: Options,
+    pub(crate) env: Arc<dyn Env>,
+    pub(crate) icmp: InternalKeyComparator,
+    pub(crate) block_cache: Arc<BlockCache>,
+    pub(crate) table_cache: Arc<TableCache>,
+    pub(crate) snapshots: Arc<SnapshotList>,
+    pub(crate) view: ArcSwap<ReadView>,
+    /// The seqno of the last write readers may see. Invariant: every entry with a seqno at or
+    /// below it is in the memtables or tables of the current view.
+    pub(crate) visible_seqno: AtomicU64,
+    pub(crate) state: Mutex<DbState>,
+    /// Signalled when background work finishes, to wake writers waiting for room and callers
+    /// waiting for a manual compaction.
+    pub(crate) bg_done: Condvar,
+    /// Signalled to wake the background thread.
+    pub(crate) bg_work: Condvar,
+    /// The write-ahead log; see the module's locking notes.
+    pub(crate) log: Mutex<Option<LogWriter>>,
+    /// True when the memtable switch made an immutable memtable, for the compaction loop to
+    /// notice without the state mutex.
+    pub(crate) has_imm: AtomicBool,
+    pub(crate) shutting_down: AtomicBool,
+    pub(crate) read_only: bool,
+    pub(crate) info_log: InfoLog,
+    pub(crate) bg_thread: Mutex<Option<JoinHandle<()>>>,
+    /// Held for the life of the database; dropping it releases `LOCK`.
+    pub(crate) _lock: Option<Box<dyn FileLock>>,
+}
+
+/// An open database.
+///
+/// `Db` is `Send + Sync`: share it between threads with `Arc` (or by reference in scoped
+/// threads). Reads never wait for writes or background work; writes from many threads are
+/// committed in groups, one log write (and one sync) per group.
+///
+/// # Example
+///
+/// ```
+/// use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+/// db.put(&WriteOptions::default(), b"apple", b"red")?;
+/// let mut batch = WriteBatch::new();
+/// batch.put(b"banana", b"yellow");
+/// batch.delete(b"apple");
+/// db.write(&WriteOptions { sync: true }, batch)?;
+/// assert_eq!(db.get(&ReadOptions::default(), b"apple")?, None);
+/// assert_eq!(db.get(&ReadOptions::default(), b"banana")?.as_deref(), Some(&b"yellow"[..]));
+/// # Ok::<(), strata::Error>(())
+/// ```
+pub struct Db {
+    inner: Arc<DbInner>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("dir", &self.inner.dir).finish()
+    }
+}
+
+/// The largest key strata accepts, in bytes. Keys and values are stored with 32-bit lengths;
+/// keys are also copied while reading, so they are kept far smaller.
+pub const MAX_KEY_SIZE: usize = 64 << 20;
+/// The largest value strata accepts, in bytes (below 4 GiB, the format's limit, with room for
+/// the batch around it).
+pub const MAX_VALUE_SIZE: usize = (u32::MAX as usize) - (128 << 20);
+
+impl Db {
+    /// Opens (or, with `create_if_missing`, creates) the database in directory `path`.
+    ///
+    /// Opening replays the write-ahead log into a level-0 table, starts a new log and a new
+    /// MANIFEST, deletes files no version needs, and starts the background thread.
+    ///
+    /// # Errors
+    /// - [`Error::Locked`] if another handle, in this or another process, has it open;
+    /// - [`Error::InvalidArgument`] if it does not exist and `create_if_missing` is false, if it
+    ///   exists and `error_if_exists` is set, or if it was made with another comparator;
+    /// - [`Error::Corruption`] if `CURRENT`, the MANIFEST or (with `paranoid_checks`) a log is
+    ///   damaged, or a table it lists is missing;
+    /// - [`Error::Io`] for file-system failures.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        open::open(path.as_ref(), options, false).map(|inner| Db { inner })
+    }
+
+    /// Opens the database without writing anything: no new log or MANIFEST, no compaction, no
+    /// info log. Writes fail with [`Error::NotSupported`]. The log's contents are replayed into
+    /// memory, so reads see every write the database holds.
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        open::open(path.as_ref(), options, true).map(|inner| Db { inner })
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, options: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put(key, value);
+        self.write(options, batch)
+    }
+
+    /// Deletes `key` (not an error if it is absent).
+    pub fn delete(&self, options: &WriteOptions, key: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete(key);
+        self.write(options, batch)
+    }
+
+    /// Applies every operation of `batch`, atomically: after a crash, either all of it or none
+    /// of it is in the database.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a key or value over the size limits (nothing is applied);
+    /// the error of an earlier failed log write or background job (the database is then
+    /// read-only until reopened); the log's write or sync error.
+    pub fn write(&self, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        write::write(&self.inner, options, batch)
+    }
+
+    /// The value of `key`, or `None` if it is absent.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if a block it reads is damaged; [`Error::Io`] if reading fails;
+    /// [`Error::InvalidArgument`] for a snapshot of another database.
+    pub fn get(&self, options: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let inner = &self.inner;
+        let seqno = inner.read_seqno(options)?;
+        let view = inner.view.load();
+        match view.mem.get(key, seqno) {
+            Some(MemLookup::Value(v)) => return Ok(Some(v.to_vec())),
+            Some(MemLookup::Deleted) => return Ok(None),
+            None => {}
+        }
+        if let Some(imm) = &view.imm {
+            match imm.get(key, seqno) {
+                Some(MemLookup::Value(v)) => return Ok(Some(v.to_vec())),
+                Some(MemLookup::Deleted) => return Ok(None),
+                None => {}
+            }
+        }
+        let read = BlockReadOptions {
+            verify_checksums: options.verify_checksums,
+            fill_cache: options.fill_cache,
+        };
+        let (found, charge) = view.version.get(&read, &inner.table_cache, key, seqno)?;
+        if let Some(charge) = charge {
+            if view.version.charge_seek(&charge) && !inner.read_only {
+                inner.wake_background();
+            }
+        }
+        Ok(match found {
+            TableLookup::Value(v) => Some(v),
+            TableLookup::Deleted | TableLookup::Absent => None,
+        })
+    }
+
+    /// A snapshot of the current state; reads given it see exactly the writes made before this
+    /// call. Released when dropped.
+    pub fn snapshot(&self) -> Snapshot {
+        // Under the state mutex, so that a compaction starting now sees the snapshot.
+        let _state = self.inner.lock_state();
+        let seqno = self.inner.visible_seqno.load(Ordering::Acquire);
+        self.inner.snapshots.acquire(seqno)
+    }
+
+    /// A cursor over the database as of `options.snapshot` (or now). See [`DbIterator`].
+    pub fn iter(&self, options: &ReadOptions<'_>) -> Result<DbIterator> {
+        iter::new_iterator(&self.inner, options)
+    }
+
+    /// The entries with keys in `range`, in key order; `.rev()` for descending order.
+    pub fn range<R: std::ops::RangeBounds<[u8]>>(
+        &self,
+        options: &ReadOptions<'_>,
+        range: R,
+    ) -> Result<RangeIter> {
+        let start = range.start_bound().map(|b| b.to_vec());
+        let end = range.end_bound().map(|b| b.to_vec());
+        RangeIter::new(&self.inner, options, start, end)
+    }
+
+    /// The entries whose keys start with `prefix`, in key order; `.rev()` for descending order.
+    pub fn prefix(&self, options: &ReadOptions<'_>, prefix: &[u8]) -> Result<RangeIter> {
+        use std::ops::Bound;
+        let end = prefix_successor(prefix).map_or(Bound::Unbounded, Bound::Excluded);
+        RangeIter::new(&self.inner, options, Bound::Included(prefix.to_vec()), end)
+    }
+
+    /// Compacts the key range `[begin, end]` (open ends for `None`): flushes the memtable and
+    /// merges every level's files in the range down to the deepest level holding any, dropping
+    /// overwritten and deleted entries no snapshot needs.
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        background::compact_range(&self.inner, begin, end)
+    }
+
+    /// The value of a named property, or `None` for an unknown name. Understands LevelDB's
+    /// `leveldb.num-files-at-level<N>`, `leveldb.stats`, `leveldb.sstables` and
+    /// `leveldb.approximate-memory-usage`.
+    pub fn property(&self, name: &str) -> Option<String> {
+        properties::property(&self.inner, name)
+    }
+
+    /// For each range `[start, end)`, the approximate bytes of table data the keys in it take.
+    /// Data still in memtables is not counted.
+    pub fn approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Vec<u64> {
+        properties::approximate_sizes(&self.inner, ranges)
+    }
+
+    /// The directory the database lives in.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.inner.shutting_down.store(true, Ordering::Release);
+        {
+            let _state = self.inner.lock_state();
+            self.inner.bg_work.notify_all();
+        }
+        let handle = self
+            .inner
+            .bg_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// The shortest key greater than every key starting with `prefix`, or `None` if there is none
+/// (the prefix is empty or all 0xff).
+fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let i = prefix.iter().rposition(|&b| b != 0xff)?;
+    let mut end = prefix[..=i].to_vec();
+    end[i] += 1;
+    Some(end)
+}
+
+impl DbInner {
+    pub(crate) fn lock_state(&self) -> MutexGuard<'_, DbState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The seqno a read runs at.
+    fn read_seqno(&self, options: &ReadOptions<'_>) -> Result<SeqNo> {
+        match options.snapshot {
+            Some(s) if !s.belongs_to(&self.snapshots) => Err(Error::invalid_argument(
+                "the snapshot belongs to another database",
+            )),
+            Some(s) => Ok(s.seqno()),
+            None => Ok(self.visible_seqno.load(Ordering::Acquire)),
+        }
+    }
+
+    /// Publishes a new read view from the state. Requires: the state mutex is held (the
+    /// caller passes its guard's contents).
+    pub(crate) fn publish_view(&self, state: &DbState) {
+        self.has_imm.store(state.imm.is_some(), Ordering::Release);
+        self.view.store(Arc::new(ReadView {
+            mem: state.mem.clone(),
+            imm: state.imm.clone(),
+            version: state.versions.current(),
+        }));
+    }
+
+    /// Wakes the background thread (taking the state mutex briefly).
+    pub(crate) fn wake_background(&self) {
+        let _state = self.lock_state();
+        self.bg_work.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests;

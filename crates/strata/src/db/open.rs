@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Opening a database: creating it, taking the lock, recovering the version set from the
+//! MANIFEST, replaying the write-ahead logs, and starting a new log and MANIFEST.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Condvar, Mutex};
+
+use arc_swap::ArcSwap;
+
+use super::background::{self, write_level0_table};
+use super::{DbInner, DbState, LevelStats, ReadView};
+use crate::batch::WriteBatch;
+use crate::cache::{BlockCache, TableCache};
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
+use crate::info_log::InfoLog;
+use crate::key::{InternalKeyComparator, SeqNo};
+use crate::log::{LogReader, LogWriter, ReadMode};
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::snapshot::SnapshotList;
+use crate::version::set::{set_current_file, VersionSet};
+use crate::version::VersionEdit;
+
+macro_rules! info {
+    ($inner:expr, $($arg:tt)*) => { $inner.info_log.log(format_args!($($arg)*)) };
+}
+pub(crate) use info;
+
+/// Opens the database in `dir`.
+pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<DbInner>> {
+    let options = options.sanitized()?;
+    let env = options.env.clone();
+    if !read_only && options.create_if_missing {
+        env.create_dir_all(dir)?;
+    }
+    if !env.exists(dir) {
+        return Err(Error::invalid_argument(format!(
+            "{} does not exist (create_if_missing is not set)",
+            dir.display()
+        )));
+    }
+    let lock = if read_only {
+        None
+    } else {
+        Some(env.lock_file(&filename::lock_file(dir))?)
+    };
+    let info_log = if read_only {
+        InfoLog::disabled()
+    } else {
+        InfoLog::open(&*env, dir)
+    };
+
+    let current_exists = env.exists(&filename::current_file(dir));
+    if !current_exists {
+        if read_only || !options.create_if_missing {
+            return Err(Error::invalid_argument(format!(
+                "{} is not a database: it has no CURRENT file (create_if_missing is not set)",
+                dir.display()
+            )));
+        }
+        refuse_to_create_over_files(&*env, dir)?;
+        new_db(&*env, dir, &options)?;
+        info_log.log(format_args!("created a new database"));
+    } else if options.error_if_exists {
+        return Err(Error::invalid_argument(format!(
+            "{} already exists (error_if_exists is set)",
+            dir.display()
+        )));
+    }
+
+    let icmp = InternalKeyComparator::new(options.comparator.clone());
+    let block_cache = options
+        .block_cache
+        .clone()
+        .unwrap_or_else(|| Arc::new(BlockCache::new(options.block_cache_capacity)));
+    let table_cache = Arc::new(TableCache::new(
+        env.clone(),
+        dir,
+        options.table_options(),
+        Some(block_cache.clone()),
+        options.max_open_files,
+    ));
+    let mut versions = VersionSet::new(dir, env.clone(), icmp.clone());
+    versions.recover()?;
+    check_tables_exist(&*env, dir, &versions)?;
+
+    let mem = Arc::new(MemTable::new(icmp.clone()));
+    let view = ReadView {
+        mem: mem.clone(),
+        imm: None,
+        version: versions.current(),
+    };
+    let last_sequence = versions.last_sequence;
+    let inner = Arc::new(DbInner {
+        dir: dir.to_path_buf(),
+        env,
+        icmp,
+        block_cache,
+        table_cache,
+        snapshots: Arc::new(SnapshotList::default()),
+        view: ArcSwap::from_pointee(view),
+        visible_seqno: AtomicU64::new(last_sequence),
+        state: Mutex::new(DbState {
+            mem,
+            imm: None,
+            log_number: 0,
+            versions,
+            bg_error: None,
+            writers: Default::default(),
+            manual: None,
+            pending_outputs: HashSet::new(),
+            compacting: false,
+            stats: [LevelStats::default(); crate::version::NUM_LEVELS],
+        }),
+        bg_done: Condvar::new(),
+        bg_work: Condvar::new(),
+        log: Mutex::new(None),
+        has_imm: AtomicBool::new(false),
+        shutting_down: AtomicBool::new(false),
+        read_only,
+        info_log,
+        bg_thread: Mutex::new(None),
+        _lock: lock,
+        options,
+    });
+    recover_logs(&inner)?;
+    if !read_only {
+        background::start(&inner);
+    }
+    Ok(inner)
+}
+
+/// A directory with database files but no `CURRENT` is a damaged database: creating a new one
+/// there would make its tables obsolete and delete them.
+fn refuse_to_create_over_files(env: &dyn Env, dir: &Path) -> Result<()> {
+    let stray: Vec<String> = env
+        .children(dir)?
+        .into_iter()
+        .filter(|name| {
+            matches!(
+                filename::parse_file_name(name),
+                Some((FileKind::Log | FileKind::Table | FileKind::Manifest, _))
+            )
+        })
+        .collect();
+    if stray.is_empty() {
+        return Ok(());
+    }
+    Err(Error::corruption(
+        filename::current_file(dir),
+        0,
+        format!(
+            "CURRENT is missing but the directory holds database files ({}); refusing to create a new database over them (repair it instead)",
+            stray.join(", ")
+        ),
+    ))
+}
+
+/// Writes the first MANIFEST of a new database and points `CURRENT` at it.
+fn new_db(env: &dyn Env, dir: &Path, options: &Options) -> Result<()> {
+    let edit = VersionEdit {
+        comparator: Some(options.comparator.name().to_owned()),
+        log_number: Some(0),
+        next_file_number: Some(2),
+        last_sequence: Some(0),
+        ..VersionEdit::default()
+    };
+    let path = filename::manifest_file(dir, 1);
+    let result = (|| {
+        let mut writer = LogWriter::new(env.new_writable_file(&path)?);
+        let mut record = Vec::new();
+        edit.encode_into(&mut record);
+        writer.add_record(&record)?;
+        writer.sync()?;
+        set_current_file(env, dir, 1)
+    })();
+    if result.is_err() {
+        let _ = env.remove_file(&path);
+    }
+    result
+}
+
+/// Fails if a table the current version lists is missing from the directory.
+fn check_tables_exist(env: &dyn Env, dir: &Path, versions: &VersionSet) -> Result<()> {
+    let mut expected: HashSet<u64> = versions
+        .live_file_list()
+        .into_iter()
+        .map(|(_, n)| n)
+        .collect();
+    for name in env.children(dir)? {
+        if let Some((FileKind::Table, n)) = filename::parse_file_name(&name) {
+            expected.remove(&n);
+        }
+    }
+    if expected.is_empty() {
+        return Ok(());
+    }
+    let mut missing: Vec<u64> = expected.into_iter().collect();
+    missing.sort();
+    let first = filename::table_file(dir, missing[0]);
+    Err(Error::corruption(
+        first,
+        0,
+        format!(
+            "{} table file(s) the MANIFEST lists are missing: {missing:?}",
+            missing.len()
+        ),
+    ))
+}
+
+/// Replays the logs the MANIFEST does not cover, starts a new log, and records the new state.
+fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
+    let mut state = inner.lock_state();
+    let (log_number, prev_log_number) = (state.versions.log_number, state.versions.prev_log_number);
+    let mut logs: Vec<u64> = inner
+        .env
+        .children(&inner.dir)?
+        .iter()
+        .filter_map(|name| match filename::parse_file_name(name) {
+            Some((FileKind::Log, n)) if n >= log_number || n == prev_log_number => Some(n),
+            _ => None,
+        })
+        .collect();
+    logs.sort();
+    let mut edit = VersionEdit::default();
+    let mut max_sequence = state.versions.last_sequence;
+    for &number in &logs {
+        replay_log(inner, &mut state, number, &mut edit, &mut max_sequence)?;
+        state.versions.mark_file_number_used(number);
+    }
+    state.versions.last_sequence = state.versions.last_sequence.max(max_sequence);
+    inner.visible_seqno.store(
+        state.versions.last_sequence,
+        std::sync::atomic::Ordering::Release,
+    );
+
+    if inner.read_only {
+        // Replayed data stays in the memtable; nothing is written.
+        inner.publish_view(&state);
+        return Ok(());
+    }
+    // Flush what the last log left in the memtable, so the new MANIFEST covers every log.
+    if !state.mem.is_empty() {
+        let mem = std::mem::replace(&mut state.mem, Arc::new(MemTable::new(inner.icmp.clone())));
+        let meta = write_level0_table(inner, &mut state, &mem)?;
+        if let Some(meta) = meta {
+            edit.new_files.push((0, meta));
+        }
+    }
+    let new_log = state.versions.new_file_number();
+    let file = inner
+        .env
+        .new_writable_file(&filename::log_file(&inner.dir, new_log))?;
+    *inner.log.lock().unwrap_or_else(|e| e.into_inner()) = Some(LogWriter::new(file));
+    state.log_number = new_log;
+    edit.log_number = Some(new_log);
+    edit.prev_log_number = Some(0);
+    state.versions.log_and_apply(&mut edit)?;
+    inner.publish_view(&state);
+    info!(inner, "recovered {} log(s); new log {new_log}", logs.len());
+    background::delete_obsolete_files(inner, &mut state);
+    Ok(())
+}
+
+/// Replays one log into memtables, flushing full ones to level-0 tables (added to `edit`).
+fn replay_log(
+    inner: &Arc<DbInner>,
+    state: &mut DbState,
+    number: u64,
+    edit: &mut VersionEdit,
+    max_sequence: &mut SeqNo,
+) -> Result<()> {
+    let path = filename::log_file(&inner.dir, number);
+    let file = inner.env.new_sequential_file(&path)?;
+    let mode = if inner.options.paranoid_checks {
+        ReadMode::Strict
+    } else {
+        ReadMode::Tolerant
+    };
+    let mut reader = LogReader::new(file, &path, mode);
+    while let Some(record) = reader.next_record()? {
+        let batch = match WriteBatch::decode(record) {
+            Ok(b) => b,
+            Err(e) => {
+                let offset = reader.last_record_offset();
+                let e = match e {
+                    Error::Corruption {
+                        offset: at, reason, ..
+                    } => Error::corruption(&path, offset + at, reason),
+                    other => other,
+                };
+                if inner.options.paranoid_checks {
+                    return Err(e);
+                }
+                info!(inner, "ignoring a damaged log record: {e}");
+                continue;
+            }
+        };
+        let mem = state.mem.clone();
+        insert_batch(&mem, &batch)?;
+        let last = batch.seqno() + u64::from(batch.count()).saturating_sub(1);
+        *max_sequence = (*max_sequence).max(last);
+        if !inner.read_only && mem.approximate_memory_usage() > inner.options.write_buffer_size {
+            state.mem = Arc::new(MemTable::new(inner.icmp.clone()));
+            if let Some(meta) = write_level0_table(inner, state, &mem)? {
+                edit.new_files.push((0, meta));
+            }
+        }
+    }
+    for c in reader.corruptions() {
+        info!(
+            inner,
+            "{}: dropped {} bytes at offset {}: {}",
+            path.display(),
+            c.dropped_bytes,
+            c.offset,
+            c.reason
+        );
+    }
+    Ok(())
+}
+
+/// Inserts every operation of `batch` into `mem` at its seqnos.
+pub(crate) fn insert_batch(mem: &MemTable, batch: &WriteBatch) -> Result<()> {
+    for (seqno, op) in (batch.seqno()..).zip(batch.iter()) {
+        let op = op?;
+        mem.add(seqno, op.kind, op.key, op.value);
+    }
+    Ok(())
+}
+
+/// Deletes the database in `path`: every file it consists of, then the directory if it is
+/// empty. Files that are not the database's are left alone.
+///
+/// # Errors
+/// [`Error::Locked`] if the database is open; I/O errors.
+pub fn destroy(path: impl AsRef<Path>, options: &Options) -> Result<()> {
+    let dir = path.as_ref();
+    let env = &options.env;
+    let names = match env.children(dir) {
+        Ok(names) => names,
+        Err(e) if e.is_not_found() => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let lock_path = filename::lock_file(dir);
+    let lock = env.lock_file(&lock_path)?;
+    let mut first_error = None;
+    for name in names {
+        match filename::parse_file_name(&name) {
+            Some((FileKind::Lock, _)) | None => {}
+            Some(_) => {
+                if let Err(e) = env.remove_file(&dir.join(&name)) {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+    }
+    drop(lock);
+    let _ = env.remove_file(&lock_path);
+    let _ = env.remove_dir(dir);
+    first_error.map_or(Ok(()), Err)
+}

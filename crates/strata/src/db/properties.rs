@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Properties (LevelDB's names) and approximate sizes.
+
+use std::fmt::Write as _;
+
+use super::DbInner;
+use crate::key::{append_internal_key, ParsedInternalKey, ValueKind, MAX_SEQNO};
+use crate::version::NUM_LEVELS;
+
+/// LevelDB's escaping of keys in `leveldb.sstables`: printable ASCII as is, else `\xNN`.
+fn escape(key: &[u8]) -> String {
+    let mut out = String::new();
+    for &b in key {
+        if (b' '..=b'~').contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    out
+}
+
+fn describe(internal_key: &[u8]) -> String {
+    match ParsedInternalKey::parse(internal_key) {
+        Some(k) => format!("'{}' @ {} : {}", escape(k.user_key), k.seqno, k.kind as u8),
+        None => format!("(bad) {}", escape(internal_key)),
+    }
+}
+
+pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
+    let rest = name.strip_prefix("leveldb.")?;
+    let state = inner.lock_state();
+    let version = state.versions.current();
+    if let Some(level) = rest.strip_prefix("num-files-at-level") {
+        let level: usize = level.parse().ok()?;
+        return (level < NUM_LEVELS).then(|| version.num_files(level).to_string());
+    }
+    match rest {
+        "stats" => {
+            let mut out = String::from(
+                "                               Compactions\n\
+                 Level  Files Size(MB) Time(sec) Read(MB) Write(MB)\n\
+                 --------------------------------------------------\n",
+            );
+            for level in 0..NUM_LEVELS {
+                let files = version.num_files(level);
+                let stats = state.stats[level];
+                if files > 0 || stats.micros > 0 {
+                    let _ = writeln!(
+                        out,
+                        "{level:>3} {files:>8} {:>8.0} {:>9.0} {:>8.0} {:>9.0}",
+                        state.versions.level_bytes(level) as f64 / 1_048_576.0,
+                        stats.micros as f64 / 1e6,
+                        stats.bytes_read as f64 / 1_048_576.0,
+                        stats.bytes_written as f64 / 1_048_576.0
+                    );
+                }
+            }
+            Some(out)
+        }
+        "sstables" => {
+            let mut out = String::new();
+            for (level, files) in version.files.iter().enumerate() {
+                let _ = writeln!(out, "--- level {level} ---");
+                for f in files {
+                    let _ = writeln!(
+                        out,
+                        " {}:{}[{} .. {}]",
+                        f.number,
+                        f.file_size,
+                        describe(&f.smallest),
+                        describe(&f.largest)
+                    );
+                }
+            }
+            Some(out)
+        }
+        "approximate-memory-usage" => {
+            let mut total = inner.block_cache.usage() + state.mem.approximate_memory_usage();
+            if let Some(imm) = &state.imm {
+                total += imm.approximate_memory_usage();
+            }
+            Some(total.to_string())
+        }
+        _ => None,
+    }
+}
+
+pub(crate) fn approximate_sizes(inner: &DbInner, ranges: &[(&[u8], &[u8])]) -> Vec<u64> {
+    let version = inner.view.load_full().version.clone();
+    ranges
+        .iter()
+        .map(|(start, end)| {
+            let mut k1 = Vec::new();
+            append_internal_key(&mut k1, start, MAX_SEQNO, ValueKind::FOR_SEEK);
+            let mut k2 = Vec::new();
+            append_internal_key(&mut k2, end, MAX_SEQNO, ValueKind::FOR_SEEK);
+            let a = version.approximate_offset_of(&inner.table_cache, &k1);
+            let b = version.approximate_offset_of(&inner.table_cache, &k2);
+            b.saturating_sub(a)
+        })
+        .collect()
+}

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Database tests on the in-memory env: the API, recovery, flushes and compactions.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::*;
+use crate::env::MemEnv;
+use crate::Comparator;
+
+fn options(env: &MemEnv) -> Options {
+    Options {
+        create_if_missing: true,
+        ..Options::default()
+    }
+    .with_env(Arc::new(env.clone()))
+}
+
+fn small_options(env: &MemEnv) -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        max_file_size: 1 << 20,
+        block_size: 1024,
+        ..options(env)
+    }
+}
+
+const DIR: &str = "/db";
+fn w() -> WriteOptions {
+    WriteOptions::default()
+}
+fn r() -> ReadOptions<'static> {
+    ReadOptions::default()
+}
+
+fn scan(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
+    db.range(&r(), ..).unwrap().map(Result::unwrap).collect()
+}
+
+#[test]
+fn put_get_delete_and_reopen() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, options(&env)).unwrap();
+    db.put(&w(), b"a", b"1").unwrap();
+    db.put(&w(), b"b", b"2").unwrap();
+    db.delete(&w(), b"a").unwrap();
+    db.put(&w(), b"", b"empty key").unwrap();
+    assert_eq!(db.get(&r(), b"a").unwrap(), None);
+    assert_eq!(db.get(&r(), b"b").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(
+        db.get(&r(), b"").unwrap().as_deref(),
+        Some(&b"empty key"[..])
+    );
+    drop(db);
+    let db = Db::open(DIR, options(&env)).unwrap();
+    assert_eq!(db.get(&r(), b"a").unwrap(), None);
+    assert_eq!(db.get(&r(), b"b").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(scan(&db).len(), 2);
+}
+
+#[test]
+fn fresh_database_has_leveldbs_files() {
+    let env = MemEnv::new();
+    drop(Db::open(DIR, options(&env)).unwrap());
+    let mut names = env.children(Path::new(DIR)).unwrap();
+    names.sort();
+    assert_eq!(
+        names,
+        ["000003.log", "CURRENT", "LOCK", "LOG", "MANIFEST-000002"]
+    );
+    assert_eq!(
+        crate::env::read_file_to_vec(&env, Path::new("/db/CURRENT")).unwrap(),
+        b"MANIFEST-000002\n"
+    );
+    assert_eq!(env.file_size(Path::new("/db/MANIFEST-000002")).unwrap(), 50);
+}
+
+#[test]
+fn many_writes_flush_compact_and_survive_reopen() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    let n = 20_000u32;
+    for i in 0..n {
+        let k = format!("key{:06}", (i * 7919) % n);
+        db.put(
+            &w(),
+            k.as_bytes(),
+            format!("value{i}-{}", "x".repeat(50)).as_bytes(),
+        )
+        .unwrap();
+    }
+    for i in (0..n).step_by(3) {
+        db.delete(&w(), format!("key{i:06}").as_bytes()).unwrap();
+    }
+    let files: usize = (0..NUM_LEVELS)
+        .map(|l| {
+            db.property(&format!("leveldb.num-files-at-level{l}"))
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+        })
+        .sum();
+    assert!(
+        files > 1,
+        "flushes happened: {}",
+        db.property("leveldb.sstables").unwrap()
+    );
+    let check = |db: &Db| {
+        for i in 0..n {
+            let k = format!("key{i:06}");
+            let got = db.get(&r(), k.as_bytes()).unwrap();
+            assert_eq!(got.is_some(), i % 3 != 0, "{k}");
+        }
+        let all = scan(db);
+        assert_eq!(all.len() as u32, n - n.div_ceil(3));
+        assert!(all.windows(2).all(|p| p[0].0 < p[1].0));
+    };
+    check(&db);
+    drop(db);
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    check(&db);
+    db.compact_range(None, None).unwrap();
+    check(&db);
+    assert_eq!(
+        db.property("leveldb.num-files-at-level0").as_deref(),
+        Some("0")
+    );
+}
+
+#[test]
+fn iterators_hide_deletions_and_old_versions_both_ways() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    for round in 0..3 {
+        for i in 0..500u32 {
+            let k = format!("k{i:04}");
+            if (i + round) % 4 == 0 {
+                db.delete(&w(), k.as_bytes()).unwrap();
+            } else {
+                db.put(&w(), k.as_bytes(), format!("{round}").as_bytes())
+                    .unwrap();
+            }
+        }
+        if round == 1 {
+            db.compact_range(None, None).unwrap();
+        }
+    }
+    let forward = scan(&db);
+    let mut backward: Vec<_> = db
+        .range(&r(), ..)
+        .unwrap()
+        .rev()
+        .map(Result::unwrap)
+        .collect();
+    backward.reverse();
+    assert_eq!(forward, backward);
+    assert!(forward.iter().all(|(_, v)| v == b"2"));
+    assert_eq!(forward.len(), 375);
+    // Mixed directions on the cursor.
+    let mut it = db.iter(&r()).unwrap();
+    it.seek(b"k0100");
+    let at = it.key().to_vec();
+    it.next();
+    it.prev();
+    assert_eq!(it.key(), &at[..]);
+    it.prev();
+    it.next();
+    assert_eq!(it.key(), &at[..]);
+}
+
+#[test]
+fn snapshots_see_exactly_the_writes_before_them() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    db.put(&w(), b"k", b"v1").unwrap();
+    let s1 = db.snapshot();
+    db.put(&w(), b"k", b"v2").unwrap();
+    db.delete(&w(), b"k").unwrap();
+    for i in 0..5000u32 {
+        db.put(&w(), format!("filler{i}").as_bytes(), &[0u8; 100])
+            .unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    fn at(s: &Snapshot) -> ReadOptions<'_> {
+        ReadOptions {
+            snapshot: Some(s),
+            ..ReadOptions::default()
+        }
+    }
+    assert_eq!(db.get(&at(&s1), b"k").unwrap().as_deref(), Some(&b"v1"[..]));
+    assert_eq!(db.get(&r(), b"k").unwrap(), None);
+    let snap_scan: Vec<_> = db
+        .prefix(&at(&s1), b"k")
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(snap_scan, vec![(b"k".to_vec(), b"v1".to_vec())]);
+    let other = Db::open("/other", options(&env)).unwrap();
+    assert!(matches!(
+        other.get(&at(&s1), b"k"),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn open_errors_are_clear() {
+    let env = MemEnv::new();
+    let no_create = Options::default().with_env(Arc::new(env.clone()));
+    let err = Db::open("/missing", no_create.clone()).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    let db = Db::open(DIR, options(&env)).unwrap();
+    assert!(matches!(
+        Db::open(DIR, options(&env)),
+        Err(Error::Locked { .. })
+    ));
+    drop(db);
+    let err = Db::open(
+        DIR,
+        Options {
+            error_if_exists: true,
+            ..options(&env)
+        },
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("already exists"), "{err}");
+    struct Reverse;
+    impl Comparator for Reverse {
+        fn name(&self) -> &str {
+            "test.Reverse"
+        }
+        fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+            b.cmp(a)
+        }
+        fn find_shortest_separator(&self, _: &mut Vec<u8>, _: &[u8]) {}
+        fn find_short_successor(&self, _: &mut Vec<u8>) {}
+    }
+    let err = Db::open(
+        DIR,
+        Options {
+            comparator: Arc::new(Reverse),
+            ..options(&env)
+        },
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("leveldb.BytewiseComparator"),
+        "{err}"
+    );
+}
+
+#[test]
+fn custom_comparator_orders_keys() {
+    struct Reverse;
+    impl Comparator for Reverse {
+        fn name(&self) -> &str {
+            "test.Reverse"
+        }
+        fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+            b.cmp(a)
+        }
+        fn find_shortest_separator(&self, _: &mut Vec<u8>, _: &[u8]) {}
+        fn find_short_successor(&self, _: &mut Vec<u8>) {}
+    }
+    let env = MemEnv::new();
+    let opts = Options {
+        comparator: Arc::new(Reverse),
+        ..small_options(&env)
+    };
+    let db = Db::open(DIR, opts.clone()).unwrap();
+    for i in 0..3000u32 {
+        db.put(&w(), format!("{i:05}").as_bytes(), b"v").unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let keys: Vec<Vec<u8>> = scan(&db).into_iter().map(|(k, _)| k).collect();
+    assert_eq!(keys.first().unwrap(), b"02999");
+    assert_eq!(keys.last().unwrap(), b"00000");
+    assert_eq!(keys.len(), 3000);
+    drop(db);
+    assert_eq!(scan(&Db::open(DIR, opts).unwrap()).len(), 3000);
+}
+
+#[test]
+fn oversized_keys_are_refused_and_nothing_is_applied() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, options(&env)).unwrap();
+    let mut batch = WriteBatch::new();
+    batch.put(b"fine", b"v");
+    batch.put(&vec![0u8; MAX_KEY_SIZE + 1], b"v");
+    let err = db.write(&w(), batch).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert_eq!(db.get(&r(), b"fine").unwrap(), None);
+}
+
+#[test]
+fn read_only_open_writes_nothing() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    for i in 0..3000u32 {
+        db.put(&w(), format!("{i:05}").as_bytes(), b"v").unwrap();
+    }
+    drop(db);
+    let before = env.snapshot();
+    let ro = Db::open_read_only(DIR, small_options(&env)).unwrap();
+    assert_eq!(scan(&ro).len(), 3000);
+    assert!(matches!(
+        ro.put(&w(), b"x", b"y"),
+        Err(Error::NotSupported(_))
+    ));
+    assert!(matches!(
+        ro.compact_range(None, None),
+        Err(Error::NotSupported(_))
+    ));
+    drop(ro);
+    let mut a = before.children(Path::new(DIR)).unwrap();
+    let mut b = env.children(Path::new(DIR)).unwrap();
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+    for name in a {
+        let p = Path::new(DIR).join(name);
+        assert_eq!(
+            crate::env::read_file_to_vec(&before, &p).unwrap(),
+            crate::env::read_file_to_vec(&env, &p).unwrap()
+        );
+    }
+}
+
+#[test]
+fn destroy_removes_the_database() {
+    let env = MemEnv::new();
+    let opts = options(&env);
+    let db = Db::open(DIR, opts.clone()).unwrap();
+    db.put(&w(), b"k", b"v").unwrap();
+    assert!(matches!(
+        crate::destroy(DIR, &opts),
+        Err(Error::Locked { .. })
+    ));
+    drop(db);
+    crate::destroy(DIR, &opts).unwrap();
+    assert!(!env.exists(Path::new(DIR)));
+}
+
+#[test]
+fn properties_answer_leveldbs_names() {
+    let env = MemEnv::new();
+    let opts = Options {
+        compression: crate::table::Compression::None,
+        ..small_options(&env)
+    };
+    let db = Db::open(DIR, opts).unwrap();
+    for i in 0..5000u32 {
+        db.put(&w(), format!("{i:05}").as_bytes(), &[7u8; 100])
+            .unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    assert!(db
+        .property("leveldb.stats")
+        .unwrap()
+        .contains("Level  Files"));
+    assert!(db
+        .property("leveldb.sstables")
+        .unwrap()
+        .contains("--- level 0 ---"));
+    let mem: usize = db
+        .property("leveldb.approximate-memory-usage")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(mem > 0);
+    assert_eq!(db.property("leveldb.num-files-at-level7"), None);
+    assert_eq!(db.property("leveldb.nonsense"), None);
+    let sizes = db.approximate_sizes(&[(b"00000", b"02500"), (b"02500", b"99999"), (b"x", b"y")]);
+    // About 2,500 entries of 105 bytes on each side of the split.
+    assert!(
+        sizes
+            .iter()
+            .take(2)
+            .all(|&s| (200_000..350_000).contains(&s)),
+        "{sizes:?}"
+    );
+    assert_eq!(sizes[2], 0);
+}

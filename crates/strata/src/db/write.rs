@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! The write path: a queue of writers, committed in groups.
+//!
+//! Each caller queues its batch. The writer at the front (the *leader*) makes room (switching
+//! to a new memtable and log when the current one is full, slowing down or waiting when level 0
+//! has too many files), then merges the batches of the writers behind it into one group,
+//! appends the group to the log as one record (syncing it once if any writer asked for sync),
+//! inserts it into the memtable, publishes its seqnos to readers, and completes every writer of
+//! the group. Log I/O and memtable inserts happen with the state mutex released.
+//!
+//! Fail-stop: if the log write or sync fails, the error is kept as the database's background
+//! error. The failed group is not made visible, and every later write fails with that error
+//! until the database is reopened; the log is never appended to again.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::background;
+use super::open::{info, insert_batch};
+use super::{DbInner, DbState, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+use crate::batch::{WriteBatch, BATCH_HEADER_LEN};
+use crate::error::{Error, Result};
+use crate::filename;
+use crate::log::LogWriter;
+use crate::memtable::MemTable;
+use crate::options::WriteOptions;
+
+/// Level-0 file count at which each write is delayed by 1 ms.
+pub(crate) const L0_SLOWDOWN_TRIGGER: usize = 8;
+/// Level-0 file count at which writes wait for a compaction.
+pub(crate) const L0_STOP_TRIGGER: usize = 12;
+
+/// A queued write.
+pub(crate) struct PendingWrite {
+    batch: WriteBatch,
+    sync: bool,
+    /// Set by the leader that committed this write; read under the state mutex.
+    outcome: Mutex<Option<Result<()>>>,
+    wake: Condvar,
+}
+
+impl PendingWrite {
+    /// A queue entry that writes nothing: it holds the queue for a memtable switch.
+    pub(crate) fn marker() -> Self {
+        PendingWrite {
+            batch: WriteBatch::new(),
+            sync: false,
+            outcome: Mutex::new(None),
+            wake: Condvar::new(),
+        }
+    }
+
+    /// Waits to be woken, with the state mutex released.
+    pub(crate) fn wait<'a>(&self, state: MutexGuard<'a, DbState>) -> MutexGuard<'a, DbState> {
+        self.wake.wait(state).unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Wakes this writer.
+    pub(crate) fn notify(&self) {
+        self.wake.notify_one();
+    }
+}
+
+fn validate(batch: &WriteBatch) -> Result<()> {
+    for op in batch.iter() {
+        let op = op?;
+        if op.key.len() > MAX_KEY_SIZE {
+            return Err(Error::invalid_argument(format!(
+                "key of {} bytes is over the limit of {MAX_KEY_SIZE}",
+                op.key.len()
+            )));
+        }
+        if op.value.len() > MAX_VALUE_SIZE {
+            return Err(Error::invalid_argument(format!(
+                "value of {} bytes is over the limit of {MAX_VALUE_SIZE}",
+                op.value.len()
+            )));
+        }
+    }
+    if batch.approximate_size() > u32::MAX as usize - 1024 {
+        return Err(Error::invalid_argument("write batch is over 4 GiB"));
+    }
+    Ok(())
+}
+
+pub(crate) fn write(inner: &Arc<DbInner>, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
+    if inner.read_only {
+        return Err(Error::not_supported("the database was opened read-only"));
+    }
+    validate(&batch)?;
+    let me = Arc::new(PendingWrite {
+        batch,
+        sync: options.sync,
+        outcome: Mutex::new(None),
+        wake: Condvar::new(),
+    });
+    let mut state = inner.lock_state();
+    state.writers.push_back(me.clone());
+    loop {
+        if let Some(outcome) = me.outcome.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            return outcome;
+        }
+        if Arc::ptr_eq(state.writers.front().expect("queued above"), &me) {
+            break;
+        }
+        state = me.wake.wait(state).unwrap_or_else(|e| e.into_inner());
+    }
+    lead_group(inner, state, &me)
+}
+
+/// Commits the group led by `leader` (the front writer) and returns the leader's outcome.
+fn lead_group(
+    inner: &Arc<DbInner>,
+    state: MutexGuard<'_, DbState>,
+    leader: &Arc<PendingWrite>,
+) -> Result<()> {
+    let (mut state, room) = make_room_for_write(inner, state, false);
+    let (group, members, sync) = match room {
+        Ok(()) => build_group(&state),
+        Err(e) => {
+            // Nothing was written: fail the leader alone and let the next writer try.
+            state.writers.pop_front();
+            if let Some(next) = state.writers.front() {
+                next.wake.notify_one();
+            }
+            return Err(e);
+        }
+    };
+    let mut group = group;
+    let first_seqno = state.versions.last_sequence + 1;
+    group.set_seqno(first_seqno);
+    let last_seqno = first_seqno + u64::from(group.count()) - 1;
+    let mem = state.mem.clone();
+    drop(state);
+
+    let result = append_to_log(inner, &group, sync).and_then(|()| insert_batch(&mem, &group));
+
+    let mut state = inner.lock_state();
+    match &result {
+        Ok(()) => {
+            state.versions.last_sequence = last_seqno;
+            inner.visible_seqno.store(last_seqno, Ordering::Release);
+        }
+        Err(e) => {
+            info!(
+                inner,
+                "write failed; the database accepts no more writes: {e}"
+            );
+            state.bg_error.get_or_insert_with(|| e.clone());
+        }
+    }
+    for _ in 0..members {
+        let w = state.writers.pop_front().expect("group members are queued");
+        if !Arc::ptr_eq(&w, leader) {
+            *w.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(result.clone());
+            w.wake.notify_one();
+        }
+    }
+    if let Some(next) = state.writers.front() {
+        next.wake.notify_one();
+    }
+    result
+}
+
+/// Appends the group to the log, syncing it if asked.
+fn append_to_log(inner: &DbInner, group: &WriteBatch, sync: bool) -> Result<()> {
+    let mut log = inner.log.lock().unwrap_or_else(|e| e.into_inner());
+    let writer = log
+        .as_mut()
+        .ok_or_else(|| Error::not_supported("the database has no open log"))?;
+    writer.add_record(group.encoded())?;
+    if sync {
+        writer.sync()?;
+    }
+    Ok(())
+}
+
+/// Merges the batches of the writers at the front of the queue, from the leader on, up to a
+/// size limit. A sync write never joins a group led by a non-sync write. Returns the group, the
+/// number of writers in it, and whether to sync.
+fn build_group(state: &DbState) -> (WriteBatch, usize, bool) {
+    let leader = state.writers.front().expect("the leader is queued");
+    let first_size = leader.batch.approximate_size();
+    // Limit the group so that small writes are not slowed down too much.
+    let max_size = if first_size <= 128 << 10 {
+        first_size + (128 << 10)
+    } else {
+        1 << 20
+    };
+    let mut group = leader.batch.clone();
+    let mut size = first_size;
+    let mut members = 1;
+    for w in state.writers.iter().skip(1) {
+        if w.sync && !leader.sync {
+            break;
+        }
+        size += w.batch.approximate_size() - BATCH_HEADER_LEN;
+        if size > max_size {
+            break;
+        }
+        group.append(&w.batch);
+        members += 1;
+    }
+    (group, members, leader.sync)
+}
+
+/// Makes sure the memtable has room for a write, switching to a new memtable and log if it is
+/// full (or if `force`). May wait, with the state mutex released, for the background thread;
+/// hands the (re-acquired) guard back.
+pub(crate) fn make_room_for_write<'a>(
+    inner: &'a Arc<DbInner>,
+    mut state: MutexGuard<'a, DbState>,
+    mut force: bool,
+) -> (MutexGuard<'a, DbState>, Result<()>) {
+    let mut allow_delay = !force;
+    loop {
+        if let Some(e) = &state.bg_error {
+            let e = e.clone();
+            return (state, Err(e));
+        }
+        let l0_files = state.versions.current().num_files(0);
+        if allow_delay && l0_files >= L0_SLOWDOWN_TRIGGER {
+            // Near the stop trigger: give each write a little delay, once, rather than stop
+            // one write for seconds later.
+            allow_delay = false;
+            drop(state);
+            std::thread::sleep(Duration::from_millis(1));
+            state = inner.lock_state();
+            continue;
+        }
+        // An empty memtable always has room: switching away from it would gain nothing (and
+        // its arena alone may exceed a tiny write buffer).
+        let mem_full = state.mem.approximate_memory_usage() > inner.options.write_buffer_size;
+        if !force && (!mem_full || state.mem.is_empty()) {
+            return (state, Ok(()));
+        }
+        if state.imm.is_some() {
+            info!(
+                inner,
+                "current memtable full; waiting for the previous one to be flushed"
+            );
+            state = wait_for_background(inner, state);
+            continue;
+        }
+        if l0_files >= L0_STOP_TRIGGER {
+            info!(
+                inner,
+                "too many level-0 files ({l0_files}); waiting for compaction"
+            );
+            state = wait_for_background(inner, state);
+            continue;
+        }
+        if let Err(e) = switch_memtable(inner, &mut state) {
+            return (state, Err(e));
+        }
+        force = false;
+    }
+}
+
+/// Makes the memtable immutable and starts a new memtable and log.
+fn switch_memtable(inner: &Arc<DbInner>, state: &mut DbState) -> Result<()> {
+    let number = state.versions.new_file_number();
+    let file = inner
+        .env
+        .new_writable_file(&filename::log_file(&inner.dir, number))?;
+    *inner.log.lock().unwrap_or_else(|e| e.into_inner()) = Some(LogWriter::new(file));
+    state.log_number = number;
+    let full = std::mem::replace(&mut state.mem, Arc::new(MemTable::new(inner.icmp.clone())));
+    state.imm = Some(full);
+    inner.publish_view(state);
+    background::maybe_schedule(inner, state);
+    Ok(())
+}
+
+/// Waits, with the state mutex released, until the background thread finishes some work.
+pub(crate) fn wait_for_background<'a>(
+    inner: &'a DbInner,
+    state: MutexGuard<'a, DbState>,
+) -> MutexGuard<'a, DbState> {
+    background::maybe_schedule(inner, &state);
+    inner.bg_done.wait(state).unwrap_or_else(|e| e.into_inner())
+}
