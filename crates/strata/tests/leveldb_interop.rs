@@ -43,6 +43,10 @@ mod ffi {
         _private: [u8; 0],
     }
     #[repr(C)]
+    pub struct WriteOptions {
+        _private: [u8; 0],
+    }
+    #[repr(C)]
     pub struct Iter {
         _private: [u8; 0],
     }
@@ -87,6 +91,32 @@ mod ffi {
         pub fn leveldb_iter_key(it: *const Iter, len: *mut usize) -> *const c_char;
         pub fn leveldb_iter_value(it: *const Iter, len: *mut usize) -> *const c_char;
         pub fn leveldb_iter_get_error(it: *const Iter, err: *mut *mut c_char);
+        pub fn leveldb_options_set_create_if_missing(o: *mut Options, v: c_uchar);
+        pub fn leveldb_writeoptions_create() -> *mut WriteOptions;
+        pub fn leveldb_writeoptions_destroy(o: *mut WriteOptions);
+        pub fn leveldb_put(
+            db: *mut Db,
+            o: *const WriteOptions,
+            key: *const c_char,
+            keylen: usize,
+            val: *const c_char,
+            vallen: usize,
+            err: *mut *mut c_char,
+        );
+        pub fn leveldb_delete(
+            db: *mut Db,
+            o: *const WriteOptions,
+            key: *const c_char,
+            keylen: usize,
+            err: *mut *mut c_char,
+        );
+        pub fn leveldb_compact_range(
+            db: *mut Db,
+            start: *const c_char,
+            start_len: usize,
+            limit: *const c_char,
+            limit_len: usize,
+        );
     }
 }
 
@@ -115,12 +145,17 @@ fn take_error(err: *mut c_char) -> Result<(), String> {
 
 impl LevelDb {
     fn open(dir: &Path, bloom_bits: Option<i32>) -> Result<LevelDb, String> {
+        Self::open_with(dir, bloom_bits, false)
+    }
+
+    fn open_with(dir: &Path, bloom_bits: Option<i32>, create: bool) -> Result<LevelDb, String> {
         let name = CString::new(dir.to_str().unwrap()).unwrap();
         // SAFETY: plain C API calls on objects this function creates and owns; the options
         // and policy outlive the database because `Drop` closes it first.
         unsafe {
             let options = ffi::leveldb_options_create();
             ffi::leveldb_options_set_paranoid_checks(options, 1);
+            ffi::leveldb_options_set_create_if_missing(options, u8::from(create));
             let policy = match bloom_bits {
                 Some(bits) => {
                     let p = ffi::leveldb_filterpolicy_create_bloom(bits);
@@ -167,6 +202,42 @@ impl LevelDb {
         // SAFETY: freed once, with LevelDB's allocator.
         unsafe { ffi::leveldb_free(ptr.cast()) };
         Ok(Some(value))
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        let mut err = std::ptr::null_mut();
+        // SAFETY: the database is open; key and value are valid for their lengths during the
+        // call; the write options are created and destroyed here.
+        unsafe {
+            let w = ffi::leveldb_writeoptions_create();
+            ffi::leveldb_put(
+                self.db,
+                w,
+                key.as_ptr().cast(),
+                key.len(),
+                value.as_ptr().cast(),
+                value.len(),
+                &mut err,
+            );
+            ffi::leveldb_writeoptions_destroy(w);
+        }
+        take_error(err)
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<(), String> {
+        let mut err = std::ptr::null_mut();
+        // SAFETY: as for `put`.
+        unsafe {
+            let w = ffi::leveldb_writeoptions_create();
+            ffi::leveldb_delete(self.db, w, key.as_ptr().cast(), key.len(), &mut err);
+            ffi::leveldb_writeoptions_destroy(w);
+        }
+        take_error(err)
+    }
+
+    fn compact_all(&self) {
+        // SAFETY: the database is open; null bounds mean the whole key space.
+        unsafe { ffi::leveldb_compact_range(self.db, std::ptr::null(), 0, std::ptr::null(), 0) };
     }
 
     fn scan(&self, reverse: bool) -> Result<Entries, String> {
@@ -402,4 +473,154 @@ fn leveldb_reads_uncompressed_tables_through_strata_bloom_filters() {
 #[test]
 fn leveldb_reads_snappy_tables_through_strata_bloom_filters() {
     check_case(Compression::Snappy, true);
+}
+
+// ---- Database level: strata's databases in LevelDB, and back. ----
+
+mod common;
+
+use std::collections::BTreeMap as Model;
+
+fn strata_contents(db: &strata::Db) -> Entries {
+    db.range(&strata::ReadOptions::default(), ..)
+        .unwrap()
+        .map(|item| item.unwrap())
+        .collect()
+}
+
+/// Applies a deterministic mix of puts and deletes through `put` and `delete`, mirrored in
+/// `model`.
+fn churn(
+    model: &mut Model<Vec<u8>, Vec<u8>>,
+    seed: u32,
+    count: u32,
+    mut put: impl FnMut(&[u8], &[u8]),
+    mut delete: impl FnMut(&[u8]),
+) {
+    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+    for i in 0..count {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let k = user(x % 60_000);
+        if x % 7 == 0 {
+            delete(&k);
+            model.remove(&k);
+        } else {
+            let v = value(x % 60_000, seed * 1000 + i % 1000);
+            put(&k, &v);
+            model.insert(k, v);
+        }
+    }
+}
+
+#[test]
+fn leveldb_reads_fixture_databases_that_strata_updated_and_compacted() {
+    let root = common::project_fixtures();
+    for name in ["log-only", "log-edge", "small", "uncompressed", "with-log"] {
+        let copy = common::copy_fixture(&root, name);
+        let mut model: Model<Vec<u8>, Vec<u8>> = common::expected_contents(&root, name);
+        {
+            let db = strata::Db::open(copy.path(), strata::Options::default()).unwrap();
+            churn(
+                &mut model,
+                7,
+                30_000,
+                |k, v| db.put(&strata::WriteOptions::default(), k, v).unwrap(),
+                |k| db.delete(&strata::WriteOptions::default(), k).unwrap(),
+            );
+            db.compact_range(None, None).unwrap();
+            churn(
+                &mut model,
+                8,
+                2_000,
+                |k, v| db.put(&strata::WriteOptions::default(), k, v).unwrap(),
+                |k| db.delete(&strata::WriteOptions::default(), k).unwrap(),
+            );
+        }
+        let leveldb = LevelDb::open(copy.path(), None).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let expected: Entries = model.into_iter().collect();
+        assert!(
+            leveldb.scan(false).unwrap() == expected,
+            "{name}: LevelDB's scan"
+        );
+        assert!(
+            leveldb.scan(true).unwrap() == expected,
+            "{name}: LevelDB's reverse scan"
+        );
+    }
+}
+
+#[test]
+fn databases_move_between_strata_and_leveldb_with_default_options() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut model = Model::new();
+    // strata creates it, with enough data for flushes and compactions.
+    {
+        let options = strata::Options {
+            create_if_missing: true,
+            ..strata::Options::default()
+        };
+        let db = strata::Db::open(&dir, options).unwrap();
+        churn(
+            &mut model,
+            1,
+            120_000,
+            |k, v| db.put(&strata::WriteOptions::default(), k, v).unwrap(),
+            |k| db.delete(&strata::WriteOptions::default(), k).unwrap(),
+        );
+    }
+    // LevelDB reads it and writes more.
+    {
+        let leveldb = LevelDb::open(&dir, None).unwrap();
+        let expected: Entries = model.clone().into_iter().collect();
+        assert!(
+            leveldb.scan(false).unwrap() == expected,
+            "LevelDB reads strata's database"
+        );
+        churn(
+            &mut model,
+            2,
+            60_000,
+            |k, v| leveldb.put(k, v).unwrap(),
+            |k| leveldb.delete(k).unwrap(),
+        );
+        leveldb.compact_all();
+        churn(
+            &mut model,
+            3,
+            5_000,
+            |k, v| leveldb.put(k, v).unwrap(),
+            |k| leveldb.delete(k).unwrap(),
+        );
+    }
+    // strata reads LevelDB's changes, including its unflushed log.
+    {
+        let db = strata::Db::open(&dir, strata::Options::default()).unwrap();
+        let expected: Entries = model.clone().into_iter().collect();
+        assert!(
+            strata_contents(&db) == expected,
+            "strata reads LevelDB's changes"
+        );
+    }
+    // And a database LevelDB creates opens in strata.
+    let dir2 = tmp.path().join("db2");
+    let mut model2 = Model::new();
+    {
+        let leveldb = LevelDb::open_with(&dir2, None, true).unwrap();
+        churn(
+            &mut model2,
+            4,
+            50_000,
+            |k, v| leveldb.put(k, v).unwrap(),
+            |k| leveldb.delete(k).unwrap(),
+        );
+    }
+    let db = strata::Db::open(&dir2, strata::Options::default()).unwrap();
+    let expected: Entries = model2.into_iter().collect();
+    assert!(
+        strata_contents(&db) == expected,
+        "strata reads a database LevelDB created"
+    );
 }
