@@ -10,7 +10,7 @@ use std::path::Path;
 use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
 fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    db.range(&ReadOptions::default(), ..)
+    db.scan(&ReadOptions::default())
         .unwrap()
         .map(|item| item.unwrap())
         .collect()
@@ -25,7 +25,7 @@ fn check_fixture(root: &Path, name: &str, options: Options) {
     assert!(got == expected, "{name}: contents differ");
     // Backward as well.
     let backward: Vec<_> = db
-        .range(&ReadOptions::default(), ..)
+        .scan(&ReadOptions::default())
         .unwrap()
         .rev()
         .map(|item| item.unwrap())

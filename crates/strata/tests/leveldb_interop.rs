@@ -482,7 +482,7 @@ mod common;
 use std::collections::BTreeMap as Model;
 
 fn strata_contents(db: &strata::Db) -> Entries {
-    db.range(&strata::ReadOptions::default(), ..)
+    db.scan(&strata::ReadOptions::default())
         .unwrap()
         .map(|item| item.unwrap())
         .collect()

@@ -260,15 +260,23 @@ impl Db {
         iter::new_iterator(&self.inner, options)
     }
 
-    /// The entries with keys in `range`, in key order; `.rev()` for descending order.
-    pub fn range<R: std::ops::RangeBounds<[u8]>>(
+    /// The entries with keys in `range`, in key order; `.rev()` for descending order. Bounds
+    /// are anything that is `AsRef<[u8]>`: `db.range(&ro, b"a".as_slice()..b"m".as_slice())`,
+    /// or `Vec<u8>` bounds. For every entry, use [`scan`](Self::scan).
+    pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
         &self,
         options: &ReadOptions<'_>,
         range: R,
     ) -> Result<RangeIter> {
-        let start = range.start_bound().map(|b| b.to_vec());
-        let end = range.end_bound().map(|b| b.to_vec());
+        let start = range.start_bound().map(|b| b.as_ref().to_vec());
+        let end = range.end_bound().map(|b| b.as_ref().to_vec());
         RangeIter::new(&self.inner, options, start, end)
+    }
+
+    /// Every entry, in key order; `.rev()` for descending order.
+    pub fn scan(&self, options: &ReadOptions<'_>) -> Result<RangeIter> {
+        use std::ops::Bound;
+        RangeIter::new(&self.inner, options, Bound::Unbounded, Bound::Unbounded)
     }
 
     /// The entries whose keys start with `prefix`, in key order; `.rev()` for descending order.

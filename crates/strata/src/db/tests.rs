@@ -34,7 +34,7 @@ fn r() -> ReadOptions<'static> {
 }
 
 fn scan(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
-    db.range(&r(), ..).unwrap().map(Result::unwrap).collect()
+    db.scan(&r()).unwrap().map(Result::unwrap).collect()
 }
 
 #[test]
@@ -146,12 +146,7 @@ fn iterators_hide_deletions_and_old_versions_both_ways() {
         }
     }
     let forward = scan(&db);
-    let mut backward: Vec<_> = db
-        .range(&r(), ..)
-        .unwrap()
-        .rev()
-        .map(Result::unwrap)
-        .collect();
+    let mut backward: Vec<_> = db.scan(&r()).unwrap().rev().map(Result::unwrap).collect();
     backward.reverse();
     assert_eq!(forward, backward);
     assert!(forward.iter().all(|(_, v)| v == b"2"));
