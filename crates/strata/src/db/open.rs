@@ -255,6 +255,7 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
     let file = inner
         .env
         .new_writable_file(&filename::log_file(&inner.dir, new_log))?;
+    // The MANIFEST switch below syncs the directory, making the new log's name durable too.
     *inner.log.lock().unwrap_or_else(|e| e.into_inner()) = Some(LogWriter::new(file));
     state.log_number = new_log;
     edit.log_number = Some(new_log);

@@ -264,7 +264,24 @@ fn switch_memtable(inner: &Arc<DbInner>, state: &mut DbState) -> Result<()> {
     let file = inner
         .env
         .new_writable_file(&filename::log_file(&inner.dir, number))?;
-    *inner.log.lock().unwrap_or_else(|e| e.into_inner()) = Some(LogWriter::new(file));
+    // A synced write to the new log must not be lost with the log's directory entry.
+    inner.env.sync_dir(&inner.dir)?;
+    let mut log = inner.log.lock().unwrap_or_else(|e| e.into_inner());
+    // Sync the old log's tail first: otherwise a power loss could keep a synced write in the new
+    // log while losing unsynced ones before it in the old log, leaving a hole in the history.
+    if let Some(old) = log.as_mut() {
+        if let Err(e) = old.sync() {
+            drop(log);
+            info!(
+                inner,
+                "syncing the log before switching failed; no more writes: {e}"
+            );
+            state.bg_error.get_or_insert_with(|| e.clone());
+            return Err(e);
+        }
+    }
+    *log = Some(LogWriter::new(file));
+    drop(log);
     state.log_number = number;
     let full = std::mem::replace(&mut state.mem, Arc::new(MemTable::new(inner.icmp.clone())));
     state.imm = Some(full);

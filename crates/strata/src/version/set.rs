@@ -275,7 +275,14 @@ impl VersionSet {
         let version = builder.finish(&manifest_path)?;
 
         let new_manifest = self.manifest.is_none();
-        let result = self.write_manifest_record(edit, new_manifest, &manifest_path);
+        // The tables the edit adds were synced, but their names live in the directory: make
+        // them durable before the MANIFEST refers to them.
+        let result = if edit.new_files.is_empty() {
+            Ok(())
+        } else {
+            self.env.sync_dir(&self.dir)
+        }
+        .and_then(|()| self.write_manifest_record(edit, new_manifest, &manifest_path));
         if let Err(e) = result {
             self.manifest = None;
             if new_manifest {
