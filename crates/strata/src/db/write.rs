@@ -35,6 +35,9 @@ pub(crate) const L0_STOP_TRIGGER: usize = 12;
 pub(crate) struct PendingWrite {
     batch: WriteBatch,
     sync: bool,
+    /// A queue entry that holds the queue for a memtable switch; it leads alone and is never
+    /// merged into another writer's group.
+    marker: bool,
     /// Set by the leader that committed this write; read under the state mutex.
     outcome: Mutex<Option<Result<()>>>,
     wake: Condvar,
@@ -46,6 +49,7 @@ impl PendingWrite {
         PendingWrite {
             batch: WriteBatch::new(),
             sync: false,
+            marker: true,
             outcome: Mutex::new(None),
             wake: Condvar::new(),
         }
@@ -92,6 +96,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, options: &WriteOptions, batch: WriteBa
     let me = Arc::new(PendingWrite {
         batch,
         sync: options.sync,
+        marker: false,
         outcome: Mutex::new(None),
         wake: Condvar::new(),
     });
@@ -192,7 +197,7 @@ fn build_group(state: &DbState) -> (WriteBatch, usize, bool) {
     let mut size = first_size;
     let mut members = 1;
     for w in state.writers.iter().skip(1) {
-        if w.sync && !leader.sync {
+        if w.marker || (w.sync && !leader.sync) {
             break;
         }
         size += w.batch.approximate_size() - BATCH_HEADER_LEN;
