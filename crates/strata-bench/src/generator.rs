@@ -12,8 +12,15 @@ use rand::{Rng, SeedableRng};
 /// Formats key `index` into `buf` as `key_size` bytes: zero-padded decimal, cut or padded.
 pub fn make_key(buf: &mut Vec<u8>, index: u64, key_size: usize) {
     buf.clear();
-    let digits = format!("{index:016}");
-    buf.extend_from_slice(digits.as_bytes());
+    let mut digits = [b'0'; 20];
+    let mut n = index;
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    // At least 16 digits, more if the number needs them, as `%016d` prints.
+    let needed = digits.iter().position(|&d| d != b'0').map_or(1, |p| 20 - p);
+    buf.extend_from_slice(&digits[20 - needed.max(16)..]);
     buf.resize(key_size, b'0');
 }
 
@@ -67,7 +74,11 @@ mod tests {
         make_key(&mut k, 42, 16);
         assert_eq!(k, b"0000000000000042");
         make_key(&mut k, 7, 20);
-        assert_eq!(k.len(), 20);
+        assert_eq!(k, b"00000000000000070000");
+        make_key(&mut k, 12_345_678_901_234_567, 16);
+        assert_eq!(k, b"1234567890123456");
+        make_key(&mut k, 0, 16);
+        assert_eq!(k, b"0000000000000000");
     }
 
     #[test]

@@ -71,8 +71,18 @@ impl WriteBatch {
         }
     }
 
+    /// An empty batch with room for `bytes` bytes of operations, so that filling it does not
+    /// reallocate.
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(BATCH_HEADER_LEN + bytes);
+        rep.resize(BATCH_HEADER_LEN, 0);
+        WriteBatch { rep }
+    }
+
     /// Adds `key → value`.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.rep
+            .reserve(1 + 2 * crate::coding::MAX_VARINT32_LEN + key.len() + value.len());
         self.set_count(self.count() + 1);
         self.rep.push(ValueKind::Value as u8);
         put_length_prefixed(&mut self.rep, key);

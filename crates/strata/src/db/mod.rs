@@ -186,14 +186,14 @@ impl Db {
 
     /// Sets `key` to `value`.
     pub fn put(&self, options: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let mut batch = WriteBatch::with_capacity(key.len() + value.len() + 11);
         batch.put(key, value);
         self.write(options, batch)
     }
 
     /// Deletes `key` (not an error if it is absent).
     pub fn delete(&self, options: &WriteOptions, key: &[u8]) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let mut batch = WriteBatch::with_capacity(key.len() + 6);
         batch.delete(key);
         self.write(options, batch)
     }

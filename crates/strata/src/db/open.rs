@@ -327,10 +327,7 @@ fn replay_log(
 
 /// Inserts every operation of `batch` into `mem` at its seqnos.
 pub(crate) fn insert_batch(mem: &MemTable, batch: &WriteBatch) -> Result<()> {
-    for (seqno, op) in (batch.seqno()..).zip(batch.iter()) {
-        let op = op?;
-        mem.add(seqno, op.kind, op.key, op.value);
-    }
+    mem.add_batch(batch);
     Ok(())
 }
 

@@ -33,7 +33,9 @@ pub(crate) const L0_STOP_TRIGGER: usize = 12;
 
 /// A queued write.
 pub(crate) struct PendingWrite {
-    batch: WriteBatch,
+    /// The batch. Only the leader of the group touches it (to set its seqno when it commits
+    /// alone), so the lock is never contended.
+    batch: Mutex<WriteBatch>,
     sync: bool,
     /// A queue entry that holds the queue for a memtable switch; it leads alone and is never
     /// merged into another writer's group.
@@ -47,7 +49,7 @@ impl PendingWrite {
     /// A queue entry that writes nothing: it holds the queue for a memtable switch.
     pub(crate) fn marker() -> Self {
         PendingWrite {
-            batch: WriteBatch::new(),
+            batch: Mutex::new(WriteBatch::new()),
             sync: false,
             marker: true,
             outcome: Mutex::new(None),
@@ -67,6 +69,10 @@ impl PendingWrite {
 }
 
 fn validate(batch: &WriteBatch) -> Result<()> {
+    // No key or value can be larger than the batch that holds it.
+    if batch.approximate_size() <= MAX_KEY_SIZE.min(MAX_VALUE_SIZE) {
+        return Ok(());
+    }
     for op in batch.iter() {
         let op = op?;
         if op.key.len() > MAX_KEY_SIZE {
@@ -94,7 +100,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, options: &WriteOptions, batch: WriteBa
     }
     validate(&batch)?;
     let me = Arc::new(PendingWrite {
-        batch,
+        batch: Mutex::new(batch),
         sync: options.sync,
         marker: false,
         outcome: Mutex::new(None),
@@ -122,7 +128,7 @@ fn lead_group(
 ) -> Result<()> {
     let (mut state, room) = make_room_for_write(inner, state, false);
     let (group, members, sync) = match room {
-        Ok(()) => build_group(&state),
+        Ok(()) => plan_group(&state),
         Err(e) => {
             // Nothing was written: fail the leader alone and let the next writer try.
             state.writers.pop_front();
@@ -132,14 +138,24 @@ fn lead_group(
             return Err(e);
         }
     };
-    let mut group = group;
     let first_seqno = state.versions.last_sequence + 1;
-    group.set_seqno(first_seqno);
-    let last_seqno = first_seqno + u64::from(group.count()) - 1;
     let mem = state.mem.clone();
     drop(state);
 
-    let result = append_to_log(inner, &group, sync).and_then(|()| insert_batch(&mem, &group));
+    // A writer alone commits its own batch in place; a group is merged into a new one.
+    let mut own = leader.batch.lock().unwrap_or_else(|e| e.into_inner());
+    let mut merged;
+    let group: &mut WriteBatch = match group {
+        Some(g) => {
+            merged = g;
+            &mut merged
+        }
+        None => &mut own,
+    };
+    group.set_seqno(first_seqno);
+    let last_seqno = first_seqno + u64::from(group.count()) - 1;
+    let result = append_to_log(inner, group, sync).and_then(|()| insert_batch(&mem, group));
+    drop(own);
 
     let mut state = inner.lock_state();
     match &result {
@@ -181,30 +197,35 @@ fn append_to_log(inner: &DbInner, group: &WriteBatch, sync: bool) -> Result<()> 
     Ok(())
 }
 
-/// Merges the batches of the writers at the front of the queue, from the leader on, up to a
-/// size limit. A sync write never joins a group led by a non-sync write. Returns the group, the
-/// number of writers in it, and whether to sync.
-fn build_group(state: &DbState) -> (WriteBatch, usize, bool) {
+/// Chooses the group led by the front writer: the writers behind it whose batches fit a size
+/// limit. A sync write never joins a group led by a non-sync write; a marker never joins one.
+/// Returns the merged batch (`None` when the leader is alone and commits its own batch), the
+/// number of writers in the group, and whether to sync.
+fn plan_group(state: &DbState) -> (Option<WriteBatch>, usize, bool) {
     let leader = state.writers.front().expect("the leader is queued");
-    let first_size = leader.batch.approximate_size();
+    let leader_batch = leader.batch.lock().unwrap_or_else(|e| e.into_inner());
+    let first_size = leader_batch.approximate_size();
     // Limit the group so that small writes are not slowed down too much.
     let max_size = if first_size <= 128 << 10 {
         first_size + (128 << 10)
     } else {
         1 << 20
     };
-    let mut group = leader.batch.clone();
     let mut size = first_size;
     let mut members = 1;
+    let mut group: Option<WriteBatch> = None;
     for w in state.writers.iter().skip(1) {
         if w.marker || (w.sync && !leader.sync) {
             break;
         }
-        size += w.batch.approximate_size() - BATCH_HEADER_LEN;
+        let batch = w.batch.lock().unwrap_or_else(|e| e.into_inner());
+        size += batch.approximate_size() - BATCH_HEADER_LEN;
         if size > max_size {
             break;
         }
-        group.append(&w.batch);
+        group
+            .get_or_insert_with(|| leader_batch.clone())
+            .append(&batch);
         members += 1;
     }
     (group, members, leader.sync)

@@ -4,17 +4,17 @@
 //! # Safety model
 //!
 //! Memory is handed out from blocks of `u64`s (so every block is 8-byte aligned) that are never
-//! freed, moved or reused until the arena is dropped. Blocks are kept as raw pointers from
-//! `Box::into_raw` (not as `Box`es, whose moves would re-assert unique ownership over memory
-//! that nodes point into) and turned back into boxes only in `Drop`. So a pointer returned by
-//! [`Arena::allocate`] stays valid, for the requested size, for as long as the arena lives. Allocation takes the arena's mutex;
-//! reading memory already handed out takes no lock, and is the caller's business (the skiplist
-//! publishes nodes with release stores).
+//! freed, moved or reused until the [`ArenaState`] that owns them is dropped. Blocks are kept as
+//! raw pointers from `Box::into_raw` (not as `Box`es, whose moves would re-assert unique
+//! ownership over memory that nodes point into) and turned back into boxes only in `Drop`. So a
+//! pointer returned by [`Arena::allocate`] stays valid, for the requested size, for as long as
+//! its state lives. The state is kept by the single allocating party (the skiplist, under its
+//! writer mutex); reading memory already handed out takes no lock, and is the caller's business
+//! (the skiplist publishes nodes with release stores).
 
 #![allow(unsafe_code)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// The size of a regular block: small, so that memory accounting (which counts whole blocks)
 /// stays close to what is used, even with a small write buffer.
@@ -23,8 +23,8 @@ const BLOCK_BYTES: usize = 4096;
 /// rest of the current block.
 const DEDICATED_THRESHOLD: usize = BLOCK_BYTES / 4;
 
-struct ArenaState {
-    /// Every block, from `Box::<[u64]>::into_raw`; freed only by `Arena`'s `Drop`.
+pub(crate) struct ArenaState {
+    /// Every block, from `Box::<[u64]>::into_raw`; freed only by `ArenaState`'s `Drop`.
     blocks: Vec<*mut [u64]>,
     /// The unused tail of the current block. Invariant: `cursor..cursor + remaining` lies inside
     /// the last regular block (or `remaining == 0`).
@@ -32,25 +32,31 @@ struct ArenaState {
     remaining: usize,
 }
 
-/// A bump allocator.
+/// A bump allocator. Its allocation state ([`ArenaState`]) is kept by the one who allocates
+/// (the skiplist, under its writer lock), so allocating takes no lock of its own; the memory
+/// counter is shared with readers.
 pub(crate) struct Arena {
-    state: Mutex<ArenaState>,
-    /// Bytes reserved from the system, for memory accounting. Read without the lock.
+    /// Bytes reserved from the system, for memory accounting. Read without any lock.
     memory_usage: AtomicUsize,
 }
 
-// SAFETY: `ArenaState`'s raw cursor points into blocks the state owns; it is only used under the
-// mutex. Nothing in the arena is tied to a thread.
+// SAFETY: `ArenaState`'s raw pointers point into blocks the state owns; whoever holds the state
+// (the skiplist's writer mutex) is the only one to use them. Nothing is tied to a thread.
 unsafe impl Send for ArenaState {}
+
+impl ArenaState {
+    pub(crate) fn new() -> Self {
+        ArenaState {
+            blocks: Vec::new(),
+            cursor: std::ptr::null_mut(),
+            remaining: 0,
+        }
+    }
+}
 
 impl Arena {
     pub(crate) fn new() -> Self {
         Arena {
-            state: Mutex::new(ArenaState {
-                blocks: Vec::new(),
-                cursor: std::ptr::null_mut(),
-                remaining: 0,
-            }),
             memory_usage: AtomicUsize::new(0),
         }
     }
@@ -72,15 +78,14 @@ impl Arena {
         ptr
     }
 
-    /// Returns `bytes` bytes of zeroed memory, 8-byte aligned, valid until the arena is dropped.
-    pub(crate) fn allocate(&self, bytes: usize) -> *mut u8 {
+    /// Returns `bytes` bytes of zeroed memory, 8-byte aligned, valid until `state` is dropped.
+    pub(crate) fn allocate(&self, state: &mut ArenaState, bytes: usize) -> *mut u8 {
         let bytes = bytes.max(1).next_multiple_of(8);
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if bytes > DEDICATED_THRESHOLD {
-            return self.new_block(&mut state, bytes);
+            return self.new_block(state, bytes);
         }
         if bytes > state.remaining {
-            state.cursor = self.new_block(&mut state, BLOCK_BYTES);
+            state.cursor = self.new_block(state, BLOCK_BYTES);
             state.remaining = BLOCK_BYTES;
         }
         let ptr = state.cursor;
@@ -92,12 +97,12 @@ impl Arena {
     }
 }
 
-impl Drop for Arena {
+impl Drop for ArenaState {
     fn drop(&mut self) {
-        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        for &block in &state.blocks {
+        for &block in &self.blocks {
             // SAFETY: each pointer came from `Box::into_raw` in `new_block` and is freed once,
-            // here; `&mut self` means no reader can still hold memory from the arena.
+            // here. The state is dropped with its skiplist, when no reader holds it (the
+            // skiplist's invariant 5).
             drop(unsafe { Box::from_raw(block) });
         }
     }
@@ -110,9 +115,10 @@ mod tests {
     #[test]
     fn allocations_are_aligned_distinct_and_accounted() {
         let arena = Arena::new();
+        let mut state = ArenaState::new();
         let mut ptrs = Vec::new();
         for size in [1usize, 7, 8, 9, 100, 4096, 20_000, 3, BLOCK_BYTES] {
-            let p = arena.allocate(size);
+            let p = arena.allocate(&mut state, size);
             assert_eq!(p as usize % 8, 0);
             // SAFETY: `p` is valid for `size` bytes; writing them checks the allocation is real.
             unsafe { std::ptr::write_bytes(p, 0xab, size) };

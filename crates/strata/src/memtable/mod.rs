@@ -46,6 +46,17 @@ impl MemTable {
         self.list.insert(user_key, pack_tag(seqno, kind), value);
     }
 
+    /// Adds every operation of `batch` at its seqnos, under one acquisition of the writer lock.
+    pub(crate) fn add_batch(&self, batch: &crate::batch::WriteBatch) {
+        let entries = (batch.seqno()..).zip(batch.iter()).map(|(seqno, op)| {
+            // A `WriteBatch` is well-formed by construction: `put` and `delete` build it, and
+            // `decode`, its only constructor from bytes, checks every operation.
+            let op = op.expect("WriteBatch invariant: its operations decode");
+            (op.key, pack_tag(seqno, op.kind), op.value)
+        });
+        self.list.insert_all(entries);
+    }
+
     /// The newest entry for `user_key` with seqno `<= snapshot`, if the memtable has one.
     pub(crate) fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemLookup<'_>> {
         // The seek key lives on the stack for ordinary key sizes.

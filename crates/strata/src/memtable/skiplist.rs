@@ -31,7 +31,7 @@ use std::cmp::Ordering as CmpOrdering;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use super::arena::Arena;
+use super::arena::{Arena, ArenaState};
 use crate::comparator::Comparator;
 use crate::key::InternalKeyComparator;
 
@@ -102,6 +102,8 @@ unsafe fn node_value<'a>(node: Node) -> &'a [u8] {
 
 /// What only the (single, serialized) writer touches.
 struct WriterState {
+    /// The arena's blocks; dropped with the list (after every reader, invariant 5).
+    arena: ArenaState,
     /// The height generator's state.
     rng: u64,
     /// The internal key being inserted, built here so that inserts do not allocate.
@@ -132,13 +134,15 @@ unsafe impl Sync for SkipList {}
 impl SkipList {
     pub(crate) fn new(comparator: InternalKeyComparator) -> Self {
         let arena = Arena::new();
-        let head = Self::allocate_node(&arena, MAX_HEIGHT, &[], &[]);
+        let mut arena_state = ArenaState::new();
+        let head = Self::allocate_node(&arena, &mut arena_state, MAX_HEIGHT, &[], &[]);
         SkipList {
             arena,
             comparator,
             head,
             max_height: AtomicUsize::new(1),
             writer: Mutex::new(WriterState {
+                arena: arena_state,
                 rng: 0x2545_f491_4f6c_dd1d,
                 key: Vec::new(),
             }),
@@ -147,9 +151,15 @@ impl SkipList {
     }
 
     /// Allocates a node and writes its header, null links, key and value (invariant 1).
-    fn allocate_node(arena: &Arena, height: usize, key: &[u8], value: &[u8]) -> Node {
+    fn allocate_node(
+        arena: &Arena,
+        state: &mut ArenaState,
+        height: usize,
+        key: &[u8],
+        value: &[u8],
+    ) -> Node {
         let bytes = HEADER_BYTES + height * LINK_BYTES + key.len() + value.len();
-        let node = arena.allocate(bytes).cast::<NodeHeader>();
+        let node = arena.allocate(state, bytes).cast::<NodeHeader>();
         // SAFETY: `node` is fresh, 8-byte aligned memory of `bytes` bytes that nothing else
         // references; the writes below stay within it. Arena memory is zeroed, so the links
         // already hold null pointers.
@@ -268,7 +278,19 @@ impl SkipList {
     /// Requires: no entry with the same internal key is present (tags carry unique seqnos).
     pub(crate) fn insert(&self, user_key: &[u8], tag: u64, value: &[u8]) {
         let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let WriterState { rng, key } = &mut *writer;
+        self.insert_locked(&mut writer, user_key, tag, value);
+    }
+
+    /// Inserts several entries under one acquisition of the writer lock.
+    pub(crate) fn insert_all<'a>(&self, entries: impl Iterator<Item = (&'a [u8], u64, &'a [u8])>) {
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        for (user_key, tag, value) in entries {
+            self.insert_locked(&mut writer, user_key, tag, value);
+        }
+    }
+
+    fn insert_locked(&self, writer: &mut WriterState, user_key: &[u8], tag: u64, value: &[u8]) {
+        let WriterState { arena, rng, key } = writer;
         key.clear();
         key.extend_from_slice(user_key);
         key.extend_from_slice(&tag.to_le_bytes());
@@ -286,12 +308,12 @@ impl SkipList {
             // early find null links from `head` there, which is correct.
             self.max_height.store(height, Ordering::Relaxed);
         }
-        let node = Self::allocate_node(&self.arena, height, key, value);
+        let node = Self::allocate_node(&self.arena, arena, height, key, value);
         for (level, &p) in prev.iter().enumerate().take(height) {
             // SAFETY: `node` has `height > level` links; `p` is `head` or a node reached at
             // `level`, so its height is > `level`. The node is not yet visible, so its own link
             // needs no ordering; publishing it into `p` is a Release store (invariant 2), and
-            // no other insert runs (invariant 4).
+            // no other insert runs (invariant 4: the caller holds the writer lock).
             unsafe {
                 let successor = link(p)(level).load(Ordering::Relaxed);
                 link(node)(level).store(successor, Ordering::Relaxed);
