@@ -40,8 +40,8 @@ pub(crate) struct PendingWrite {
     /// A queue entry that holds the queue for a memtable switch; it leads alone and is never
     /// merged into another writer's group.
     marker: bool,
-    /// Set by the leader that committed this write; read under the state mutex.
-    outcome: Mutex<Option<Result<()>>>,
+    /// Set once by the leader that committed this write.
+    outcome: std::sync::OnceLock<Result<()>>,
     wake: Condvar,
 }
 
@@ -52,7 +52,7 @@ impl PendingWrite {
             batch: Mutex::new(WriteBatch::new()),
             sync: false,
             marker: true,
-            outcome: Mutex::new(None),
+            outcome: std::sync::OnceLock::new(),
             wake: Condvar::new(),
         }
     }
@@ -103,14 +103,14 @@ pub(crate) fn write(inner: &Arc<DbInner>, options: &WriteOptions, batch: WriteBa
         batch: Mutex::new(batch),
         sync: options.sync,
         marker: false,
-        outcome: Mutex::new(None),
+        outcome: std::sync::OnceLock::new(),
         wake: Condvar::new(),
     });
     let mut state = inner.lock_state();
     state.writers.push_back(me.clone());
     loop {
-        if let Some(outcome) = me.outcome.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            return outcome;
+        if let Some(outcome) = me.outcome.get() {
+            return outcome.clone();
         }
         if Arc::ptr_eq(state.writers.front().expect("queued above"), &me) {
             break;
@@ -174,7 +174,7 @@ fn lead_group(
     for _ in 0..members {
         let w = state.writers.pop_front().expect("group members are queued");
         if !Arc::ptr_eq(&w, leader) {
-            *w.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(result.clone());
+            let _ = w.outcome.set(result.clone());
             w.wake.notify_one();
         }
     }
@@ -245,7 +245,7 @@ pub(crate) fn make_room_for_write<'a>(
             let e = e.clone();
             return (state, Err(e));
         }
-        let l0_files = state.versions.current().num_files(0);
+        let l0_files = state.versions.current_ref().num_files(0);
         if allow_delay && l0_files >= L0_SLOWDOWN_TRIGGER {
             // Near the stop trigger: give each write a little delay, once, rather than stop
             // one write for seconds later.

@@ -153,6 +153,11 @@ impl VersionSet {
         self.current.clone()
     }
 
+    /// The current version, borrowed.
+    pub(crate) fn current_ref(&self) -> &Version {
+        &self.current
+    }
+
     /// A new file number.
     pub(crate) fn new_file_number(&mut self) -> u64 {
         let n = self.next_file_number;
