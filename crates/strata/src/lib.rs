@@ -53,6 +53,7 @@ pub mod log;
 #[allow(dead_code)]
 mod memtable;
 mod options;
+mod repair;
 mod snapshot;
 pub mod table;
 pub mod version;
@@ -63,6 +64,7 @@ pub use db::{destroy, Db, DbIterator, RangeIter, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use env::{CrashMode, Env, MemEnv, PosixEnv};
 pub use error::{Error, Result};
 pub use options::{Options, ReadOptions, WriteOptions};
+pub use repair::{repair, RepairReport};
 pub use snapshot::Snapshot;
 pub use table::Compression;
 

@@ -218,6 +218,49 @@ impl Table {
         }
     }
 
+    /// Visits every entry of every data block that can be read, block by block, skipping the
+    /// blocks that cannot (bad checksum, bad structure). For repair: it keeps what a normal scan,
+    /// which stops at the first damage, would lose after it. Returns the number of blocks
+    /// skipped and the first error among them.
+    pub fn salvage(&self, mut visit: impl FnMut(&[u8], &[u8])) -> (usize, Option<Error>) {
+        let read = BlockReadOptions {
+            verify_checksums: true,
+            fill_cache: false,
+        };
+        let mut index = self.index.iter(self.icmp.clone());
+        let (mut skipped, mut first_error) = (0, None);
+        index.seek_to_first();
+        while index.valid() {
+            let block = self
+                .decode_handle(index.value(), self.metaindex_offset)
+                .and_then(|handle| self.data_block(handle, &read));
+            match block {
+                Ok(block) => {
+                    let mut it = block.iter(self.icmp.clone());
+                    it.seek_to_first();
+                    while it.valid() {
+                        visit(it.key(), it.value());
+                        it.next();
+                    }
+                    if let Err(e) = it.status() {
+                        skipped += 1;
+                        first_error.get_or_insert(e);
+                    }
+                }
+                Err(e) => {
+                    skipped += 1;
+                    first_error.get_or_insert(e);
+                }
+            }
+            index.next();
+        }
+        if let Err(e) = index.status() {
+            skipped += 1;
+            first_error.get_or_insert(e);
+        }
+        (skipped, first_error)
+    }
+
     /// The approximate file offset where the data for `internal_key` is, or would be.
     pub fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
         let mut index = self.index.iter(self.icmp.clone());
