@@ -65,8 +65,9 @@ pub struct Options {
     pub comparator: Arc<dyn Comparator>,
     /// The file system. Default: [`PosixEnv`].
     pub env: Arc<dyn Env>,
-    /// Append to the existing log and MANIFEST at open instead of starting new ones.
-    /// Default: false.
+    /// LevelDB's experimental option to append to the existing log and MANIFEST at open.
+    /// Accepted for compatibility but not implemented: strata always starts a new log and
+    /// MANIFEST at open (LevelDB's default behaviour). Default: false.
     pub reuse_logs: bool,
 }
 
