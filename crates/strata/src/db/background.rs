@@ -106,6 +106,25 @@ fn pick(inner: &DbInner, state: &DbState) -> Option<Compaction> {
     )
 }
 
+/// Logs and applies `edit`, writing and syncing the MANIFEST with the state mutex released, so
+/// that writers are not held up by the sync. Only the background thread applies edits while the
+/// database is open, so no other apply runs meanwhile.
+fn log_and_apply_unlocked<'a>(
+    inner: &'a DbInner,
+    mut state: Guard<'a>,
+    edit: &mut VersionEdit,
+) -> (Guard<'a>, Result<()>) {
+    let mut pending = match state.versions.prepare_apply(edit) {
+        Ok(p) => p,
+        Err(e) => return (state, Err(e)),
+    };
+    drop(state);
+    let written = pending.write(&*inner.env, &inner.dir);
+    let mut state = inner.lock_state();
+    let result = state.versions.finish_apply(pending, written);
+    (state, result)
+}
+
 /// Keeps the first background error and wakes everyone who waits on background work.
 fn record_error(inner: &DbInner, state: &mut DbState, e: Error) {
     info!(
@@ -184,8 +203,8 @@ fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guard<'a
     let built = build_table(inner, number, &mut imm.iter());
     let mut state = inner.lock_state();
     state.pending_outputs.remove(&number);
-    let result = built.and_then(|meta| {
-        let mut edit = VersionEdit::default();
+    let mut edit = VersionEdit::default();
+    let prepared = built.map(|meta| {
         let mut level = 0;
         if let Some(meta) = meta {
             // While a compaction runs, its outputs may span gaps between its inputs, so a
@@ -208,8 +227,11 @@ fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guard<'a
         }
         edit.log_number = Some(state.log_number);
         edit.prev_log_number = Some(0);
-        state.versions.log_and_apply(&mut edit)
     });
+    let (mut state, result) = match prepared {
+        Ok(()) => log_and_apply_unlocked(inner, state, &mut edit),
+        Err(e) => (state, Err(e)),
+    };
     match result {
         Ok(()) => {
             state.imm = None;
@@ -305,7 +327,9 @@ fn run_compaction<'a>(
             for o in outputs {
                 c.edit.new_files.push((c.level + 1, o));
             }
-            match state.versions.log_and_apply(&mut c.edit) {
+            let (s, applied) = log_and_apply_unlocked(inner, state, &mut c.edit);
+            state = s;
+            match applied {
                 Ok(()) => {
                     inner.publish_view(&state);
                     delete_obsolete_files(inner, &mut state);

@@ -72,6 +72,48 @@ pub(crate) fn set_current_file(env: &dyn Env, dir: &Path, manifest_number: u64) 
     result
 }
 
+/// An edit being applied: prepared under the lock, written without it, installed under it.
+pub(crate) struct PendingApply {
+    version: Version,
+    log_number: u64,
+    prev_log_number: u64,
+    adds_files: bool,
+    manifest_number: u64,
+    manifest_path: PathBuf,
+    /// The open MANIFEST, or `None` to start a new one.
+    writer: Option<LogWriter>,
+    /// The record that starts a new MANIFEST, when one is started.
+    snapshot: Option<Vec<u8>>,
+    record: Vec<u8>,
+}
+
+impl PendingApply {
+    /// Writes and syncs the edit to the MANIFEST (starting a new one, and switching `CURRENT`
+    /// to it, if needed). Needs no lock.
+    pub(crate) fn write(&mut self, env: &dyn Env, dir: &Path) -> Result<()> {
+        // The tables the edit adds were synced, but their names live in the directory: make
+        // them durable before the MANIFEST refers to them.
+        if self.adds_files {
+            env.sync_dir(dir)?;
+        }
+        if let Some(snapshot) = &self.snapshot {
+            let mut writer = LogWriter::new(env.new_writable_file(&self.manifest_path)?);
+            writer.add_record(snapshot)?;
+            self.writer = Some(writer);
+        }
+        let writer = self
+            .writer
+            .as_mut()
+            .expect("opened above or taken from the set");
+        writer.add_record(&self.record)?;
+        writer.sync()?;
+        if self.snapshot.is_some() {
+            set_current_file(env, dir, self.manifest_number)?;
+        }
+        Ok(())
+    }
+}
+
 /// Applies edits to a base version.
 struct Builder<'a> {
     icmp: &'a InternalKeyComparator,
@@ -265,6 +307,18 @@ impl VersionSet {
     /// The write or sync error. The edit then did not take effect, and the caller must stop
     /// writing (the MANIFEST's tail is unknown): the database turns read-only until reopened.
     pub(crate) fn log_and_apply(&mut self, edit: &mut VersionEdit) -> Result<()> {
+        let mut pending = self.prepare_apply(edit)?;
+        let result = pending.write(&*self.env, &self.dir);
+        self.finish_apply(pending, result)
+    }
+
+    /// The first half of [`log_and_apply`](Self::log_and_apply), under the caller's lock:
+    /// fills in the edit's counters, builds the new version, encodes the records, and takes the
+    /// MANIFEST writer out of the set so that [`PendingApply::write`] can run without the lock.
+    ///
+    /// Requires: no other apply is in flight (only the background thread applies edits once the
+    /// database is open).
+    pub(crate) fn prepare_apply(&mut self, edit: &mut VersionEdit) -> Result<PendingApply> {
         let log_number = *edit.log_number.get_or_insert(self.log_number);
         debug_assert!(log_number >= self.log_number && log_number < self.next_file_number);
         let prev_log_number = *edit.prev_log_number.get_or_insert(self.prev_log_number);
@@ -273,57 +327,50 @@ impl VersionSet {
         for (level, key) in &edit.compact_pointers {
             self.compact_pointers[*level] = key.clone();
         }
-
         let manifest_path = filename::manifest_file(&self.dir, self.manifest_file_number);
         let mut builder = Builder::new(&self.icmp, &self.current);
         builder.apply(edit);
         let version = builder.finish(&manifest_path)?;
-
-        let new_manifest = self.manifest.is_none();
-        // The tables the edit adds were synced, but their names live in the directory: make
-        // them durable before the MANIFEST refers to them.
-        let result = if edit.new_files.is_empty() {
-            Ok(())
-        } else {
-            self.env.sync_dir(&self.dir)
-        }
-        .and_then(|()| self.write_manifest_record(edit, new_manifest, &manifest_path));
-        if let Err(e) = result {
-            self.manifest = None;
-            if new_manifest {
-                let _ = self.env.remove_file(&manifest_path);
-            }
-            return Err(e);
-        }
-        self.install(version);
-        self.log_number = log_number;
-        self.prev_log_number = prev_log_number;
-        Ok(())
-    }
-
-    fn write_manifest_record(
-        &mut self,
-        edit: &VersionEdit,
-        new_manifest: bool,
-        manifest_path: &Path,
-    ) -> Result<()> {
-        if new_manifest {
-            let file = self.env.new_writable_file(manifest_path)?;
-            let mut writer = LogWriter::new(file);
+        let writer = self.manifest.take();
+        let snapshot = writer.is_none().then(|| {
             let mut record = Vec::new();
             self.snapshot_edit().encode_into(&mut record);
-            writer.add_record(&record)?;
-            self.manifest = Some(writer);
-        }
+            record
+        });
         let mut record = Vec::new();
         edit.encode_into(&mut record);
-        let writer = self.manifest.as_mut().expect("opened above");
-        writer.add_record(&record)?;
-        writer.sync()?;
-        if new_manifest {
-            set_current_file(&*self.env, &self.dir, self.manifest_file_number)?;
+        Ok(PendingApply {
+            version,
+            log_number,
+            prev_log_number,
+            adds_files: !edit.new_files.is_empty(),
+            manifest_number: self.manifest_file_number,
+            manifest_path,
+            writer,
+            snapshot,
+            record,
+        })
+    }
+
+    /// The second half of an apply, under the caller's lock again: installs the version if the
+    /// MANIFEST write succeeded; otherwise forgets the MANIFEST writer (its tail is unknown).
+    pub(crate) fn finish_apply(&mut self, pending: PendingApply, result: Result<()>) -> Result<()> {
+        match result {
+            Ok(()) => {
+                self.manifest = pending.writer;
+                self.install(pending.version);
+                self.log_number = pending.log_number;
+                self.prev_log_number = pending.prev_log_number;
+                Ok(())
+            }
+            Err(e) => {
+                self.manifest = None;
+                if pending.snapshot.is_some() {
+                    let _ = self.env.remove_file(&pending.manifest_path);
+                }
+                Err(e)
+            }
         }
-        Ok(())
     }
 
     fn install(&mut self, version: Version) {
