@@ -26,6 +26,20 @@ fn small_options(env: &MemEnv) -> Options {
 }
 
 const DIR: &str = "/db";
+
+/// Descending bytewise order, for tests of custom comparators.
+struct Reverse;
+
+impl Comparator for Reverse {
+    fn name(&self) -> &str {
+        "test.Reverse"
+    }
+    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        b.cmp(a)
+    }
+    fn find_shortest_separator(&self, _: &mut Vec<u8>, _: &[u8]) {}
+    fn find_short_successor(&self, _: &mut Vec<u8>) {}
+}
 fn w() -> WriteOptions {
     WriteOptions::default()
 }
@@ -218,17 +232,6 @@ fn open_errors_are_clear() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("already exists"), "{err}");
-    struct Reverse;
-    impl Comparator for Reverse {
-        fn name(&self) -> &str {
-            "test.Reverse"
-        }
-        fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-            b.cmp(a)
-        }
-        fn find_shortest_separator(&self, _: &mut Vec<u8>, _: &[u8]) {}
-        fn find_short_successor(&self, _: &mut Vec<u8>) {}
-    }
     let err = Db::open(
         DIR,
         Options {
@@ -245,17 +248,6 @@ fn open_errors_are_clear() {
 
 #[test]
 fn custom_comparator_orders_keys() {
-    struct Reverse;
-    impl Comparator for Reverse {
-        fn name(&self) -> &str {
-            "test.Reverse"
-        }
-        fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-            b.cmp(a)
-        }
-        fn find_shortest_separator(&self, _: &mut Vec<u8>, _: &[u8]) {}
-        fn find_short_successor(&self, _: &mut Vec<u8>) {}
-    }
     let env = MemEnv::new();
     let opts = Options {
         comparator: Arc::new(Reverse),
