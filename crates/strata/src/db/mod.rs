@@ -180,6 +180,10 @@ impl Db {
     /// Opens the database without writing anything: no new log or MANIFEST, no compaction, no
     /// info log. Writes fail with [`Error::NotSupported`]. The log's contents are replayed into
     /// memory, so reads see every write the database holds.
+    ///
+    /// It takes a shared lock on `LOCK`: several read-only handles may be open at once, but not
+    /// alongside a writer (strata's or LevelDB's), which would fail with [`Error::Locked`], as
+    /// this open does while a writer holds the database.
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         open::open(path.as_ref(), options, true).map(|inner| Db { inner })
     }

@@ -43,10 +43,14 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
             dir.display()
         )));
     }
-    let lock = if read_only {
-        None
+    let lock_path = filename::lock_file(dir);
+    let lock = if !read_only {
+        Some(env.lock_file(&lock_path)?)
+    } else if env.exists(&lock_path) {
+        // Readers share the lock; a writer (strata's or LevelDB's) excludes them.
+        Some(env.lock_file_shared(&lock_path)?)
     } else {
-        Some(env.lock_file(&filename::lock_file(dir))?)
+        None
     };
     let info_log = if read_only {
         InfoLog::disabled()

@@ -288,6 +288,13 @@ fn read_only_open_writes_nothing() {
     drop(db);
     let before = env.snapshot();
     let ro = Db::open_read_only(DIR, small_options(&env)).unwrap();
+    // Readers share the database; a writer is kept out while they read.
+    let ro2 = Db::open_read_only(DIR, small_options(&env)).unwrap();
+    assert!(matches!(
+        Db::open(DIR, small_options(&env)),
+        Err(Error::Locked { .. })
+    ));
+    drop(ro2);
     assert_eq!(scan(&ro).len(), 3000);
     assert!(matches!(
         ro.put(&w(), b"x", b"y"),
@@ -310,6 +317,13 @@ fn read_only_open_writes_nothing() {
             crate::env::read_file_to_vec(&env, &p).unwrap()
         );
     }
+    // And a reader is kept out while a writer has the database open.
+    let writer = Db::open(DIR, small_options(&env)).unwrap();
+    assert!(matches!(
+        Db::open_read_only(DIR, small_options(&env)),
+        Err(Error::Locked { .. })
+    ));
+    drop(writer);
 }
 
 #[test]

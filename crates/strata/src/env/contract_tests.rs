@@ -83,9 +83,29 @@ fn suite(env: &dyn Env, root: &Path) {
         env.lock_file(&lock_path),
         Err(Error::Locked { .. })
     ));
+    assert!(matches!(
+        env.lock_file_shared(&lock_path),
+        Err(Error::Locked { .. })
+    ));
     drop(lock);
     let again = env.lock_file(&lock_path).unwrap();
     drop(again);
+
+    // Shared locks coexist and exclude an exclusive one.
+    let r1 = env.lock_file_shared(&lock_path).unwrap();
+    let r2 = env.lock_file_shared(&lock_path).unwrap();
+    assert!(matches!(
+        env.lock_file(&lock_path),
+        Err(Error::Locked { .. })
+    ));
+    drop(r1);
+    assert!(matches!(
+        env.lock_file(&lock_path),
+        Err(Error::Locked { .. })
+    ));
+    drop(r2);
+    drop(env.lock_file(&lock_path).unwrap());
+    assert!(env.lock_file_shared(&dir.join("no-such-lock")).is_err());
 
     env.remove_file(&lock_path).unwrap();
     env.remove_dir(&dir).unwrap();

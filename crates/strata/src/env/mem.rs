@@ -40,8 +40,10 @@ struct Namespace {
     durable: BTreeMap<PathBuf, Node>,
     /// Directories are created durably; crashes do not remove them.
     dirs: BTreeSet<PathBuf>,
-    /// Held locks, each with the id of the handle that holds it.
+    /// Held exclusive locks, each with the id of the handle that holds it.
     locks: HashMap<PathBuf, u64>,
+    /// Held shared locks: the ids of their handles, per path.
+    shared_locks: HashMap<PathBuf, Vec<u64>>,
     next_lock_id: u64,
 }
 
@@ -262,6 +264,12 @@ impl Drop for MemFileLock {
         if ns.locks.get(&self.path) == Some(&self.id) {
             ns.locks.remove(&self.path);
         }
+        if let Some(ids) = ns.shared_locks.get_mut(&self.path) {
+            ids.retain(|&id| id != self.id);
+            if ids.is_empty() {
+                ns.shared_locks.remove(&self.path);
+            }
+        }
     }
 }
 
@@ -402,7 +410,7 @@ impl Env for MemEnv {
     fn lock_file(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         let mut ns = self.namespace();
         Self::check_parent(&ns, path, "open lock file")?;
-        if ns.locks.contains_key(path) {
+        if ns.locks.contains_key(path) || ns.shared_locks.contains_key(path) {
             return Err(Error::Locked {
                 path: path.to_path_buf(),
             });
@@ -411,6 +419,29 @@ impl Env for MemEnv {
         let id = ns.next_lock_id;
         ns.locks.insert(path.to_path_buf(), id);
         ns.live.entry(path.to_path_buf()).or_default();
+        Ok(Box::new(MemFileLock {
+            ns: self.ns.clone(),
+            path: path.to_path_buf(),
+            id,
+        }))
+    }
+
+    fn lock_file_shared(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let mut ns = self.namespace();
+        if !ns.live.contains_key(path) {
+            return Err(not_found(path, "open lock file"));
+        }
+        if ns.locks.contains_key(path) {
+            return Err(Error::Locked {
+                path: path.to_path_buf(),
+            });
+        }
+        ns.next_lock_id += 1;
+        let id = ns.next_lock_id;
+        ns.shared_locks
+            .entry(path.to_path_buf())
+            .or_default()
+            .push(id);
         Ok(Box::new(MemFileLock {
             ns: self.ns.clone(),
             path: path.to_path_buf(),

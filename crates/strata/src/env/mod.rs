@@ -116,6 +116,17 @@ pub trait Env: Send + Sync + fmt::Debug {
     /// [`Error::Locked`](crate::Error::Locked) if any other handle, in this process or another,
     /// holds it.
     fn lock_file(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+
+    /// Takes a shared lock on the existing file `path`, without writing anything: shared locks
+    /// coexist, but exclude an exclusive one. Read-only opens use it.
+    ///
+    /// The default takes the exclusive lock, which is stricter but correct.
+    ///
+    /// # Errors
+    /// [`Error::Locked`](crate::Error::Locked) if an exclusive lock is held elsewhere.
+    fn lock_file_shared(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        self.lock_file(path)
+    }
 }
 
 /// Reads a whole file through `env`.

@@ -156,7 +156,8 @@ fn locked_paths() -> &'static Mutex<HashSet<PathBuf>> {
 
 #[derive(Debug)]
 struct PosixFileLock {
-    path: PathBuf,
+    /// The path registered in `locked_paths` (exclusive locks only).
+    path: Option<PathBuf>,
     // Dropping the file releases the lock, since the lock belongs to this open file description.
     _file: File,
 }
@@ -165,20 +166,27 @@ impl FileLock for PosixFileLock {}
 
 impl Drop for PosixFileLock {
     fn drop(&mut self) {
-        locked_paths()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.path);
+        if let Some(path) = &self.path {
+            locked_paths()
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(path);
+        }
     }
 }
 
-fn fcntl_write_lock(file: &File) -> io::Result<()> {
+fn fcntl_lock(file: &File, exclusive: bool) -> io::Result<()> {
     use nix::fcntl::{fcntl, FcntlArg};
     use nix::libc;
     use std::os::fd::AsRawFd;
 
+    let kind = if exclusive {
+        libc::F_WRLCK
+    } else {
+        libc::F_RDLCK
+    };
     let lock = libc::flock {
-        l_type: libc::F_WRLCK as libc::c_short,
+        l_type: kind as libc::c_short,
         l_whence: libc::SEEK_SET as libc::c_short,
         l_start: 0,
         l_len: 0,
@@ -287,22 +295,40 @@ impl Env for PosixEnv {
     }
 
     fn lock_file(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        self.lock(path, true)
+    }
+
+    fn lock_file_shared(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        self.lock(path, false)
+    }
+}
+
+impl PosixEnv {
+    /// Takes an `fcntl` lock on `path`: exclusive (creating the file) or shared (opening the
+    /// existing file read-only, so that read-only media work).
+    fn lock(&self, path: &Path, exclusive: bool) -> Result<Box<dyn FileLock>> {
         let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
         let mut locked = locked_paths().lock().unwrap_or_else(|e| e.into_inner());
+        // This process's own exclusive holders; shared holders are not tracked here, since
+        // open-file-description locks already make them exclude an exclusive lock.
         if locked.contains(&key) {
             return Err(Error::Locked {
                 path: path.to_path_buf(),
             });
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o644)
-            .open(path)
-            .map_err(io_err(path, "open lock file"))?;
-        match fcntl_write_lock(&file) {
+        let file = if exclusive {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o644)
+                .open(path)
+        } else {
+            File::open(path)
+        }
+        .map_err(io_err(path, "open lock file"))?;
+        match fcntl_lock(&file, exclusive) {
             Ok(()) => {}
             Err(e)
                 if matches!(
@@ -319,9 +345,11 @@ impl Env for PosixEnv {
         // Canonicalize again now that the file exists, so that every spelling of the path maps
         // to one entry.
         let key = path.canonicalize().unwrap_or(key);
-        locked.insert(key.clone());
+        if exclusive {
+            locked.insert(key.clone());
+        }
         Ok(Box::new(PosixFileLock {
-            path: key,
+            path: exclusive.then_some(key),
             _file: file,
         }))
     }
