@@ -425,3 +425,172 @@ pub(crate) fn new_table_meta(
         largest,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comparator::bytewise;
+    use crate::env::{write_file, MemEnv};
+    use crate::key::{append_internal_key, ValueKind};
+
+    const DIR: &str = "/db";
+
+    fn env_with_current(current: &[u8]) -> MemEnv {
+        let env = MemEnv::new();
+        env.create_dir_all(Path::new(DIR)).unwrap();
+        write_file(&env, Path::new("/db/CURRENT"), current, true).unwrap();
+        env
+    }
+
+    fn write_manifest(env: &MemEnv, edits: &[VersionEdit]) {
+        let file = env
+            .new_writable_file(Path::new("/db/MANIFEST-000002"))
+            .unwrap();
+        let mut w = LogWriter::new(file);
+        for e in edits {
+            let mut r = Vec::new();
+            e.encode_into(&mut r);
+            w.add_record(&r).unwrap();
+        }
+    }
+
+    fn recover(env: &MemEnv) -> Result<VersionSet> {
+        let mut vs = VersionSet::new(
+            Path::new(DIR),
+            Arc::new(env.clone()),
+            InternalKeyComparator::new(bytewise()),
+        );
+        vs.recover().map(|()| vs)
+    }
+
+    fn full_edit() -> VersionEdit {
+        VersionEdit {
+            comparator: Some("leveldb.BytewiseComparator".into()),
+            log_number: Some(3),
+            next_file_number: Some(4),
+            last_sequence: Some(0),
+            ..VersionEdit::default()
+        }
+    }
+
+    fn corruption_reason(result: Result<VersionSet>) -> String {
+        match result {
+            Err(Error::Corruption { reason, .. }) => reason.into_owned(),
+            Err(other) => panic!("expected corruption, got {other}"),
+            Ok(_) => panic!("expected corruption, got a recovered version set"),
+        }
+    }
+
+    #[test]
+    fn damaged_current_files_are_corruption() {
+        for (bytes, reason) in [
+            (&b""[..], "newline"),
+            (b"MANIFEST-000002", "newline"),
+            (b"MANIFEST-000002\r\n", "does not name"),
+            (b"000005.ldb\n", "does not name"),
+            (b"\xff\xfe\n", "not a file name"),
+        ] {
+            let env = env_with_current(bytes);
+            let got = corruption_reason(recover(&env));
+            assert!(got.contains(reason), "{bytes:?}: {got}");
+        }
+    }
+
+    #[test]
+    fn current_naming_a_missing_manifest_is_corruption() {
+        let env = env_with_current(b"MANIFEST-000002\n");
+        assert!(corruption_reason(recover(&env)).contains("does not exist"));
+    }
+
+    #[test]
+    fn manifest_without_required_counters_is_corruption() {
+        for (edit, reason) in [
+            (
+                VersionEdit {
+                    next_file_number: None,
+                    ..full_edit()
+                },
+                "next-file",
+            ),
+            (
+                VersionEdit {
+                    log_number: None,
+                    ..full_edit()
+                },
+                "log-number",
+            ),
+            (
+                VersionEdit {
+                    last_sequence: None,
+                    ..full_edit()
+                },
+                "last-sequence",
+            ),
+        ] {
+            let env = env_with_current(b"MANIFEST-000002\n");
+            write_manifest(&env, &[edit]);
+            assert!(
+                corruption_reason(recover(&env)).contains(reason),
+                "{reason}"
+            );
+        }
+        let env = env_with_current(b"MANIFEST-000002\n");
+        write_manifest(&env, &[full_edit()]);
+        let vs = recover(&env).unwrap();
+        assert_eq!((vs.manifest_file_number, vs.next_file_number), (4, 5));
+    }
+
+    #[test]
+    fn damaged_manifest_record_names_the_manifest_and_offset() {
+        let env = env_with_current(b"MANIFEST-000002\n");
+        write_manifest(&env, &[full_edit()]);
+        let path = Path::new("/db/MANIFEST-000002");
+        let mut bytes = crate::env::read_file_to_vec(&env, path).unwrap();
+        bytes[10] ^= 0x01;
+        write_file(&env, path, &bytes, true).unwrap();
+        match recover(&env) {
+            Err(Error::Corruption { file, offset, .. }) => {
+                assert_eq!(file, path);
+                assert_eq!(offset, 0);
+            }
+            other => panic!("expected corruption, got {:?}", other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn overlapping_files_in_a_sorted_level_are_corruption() {
+        let ikey = |u: &[u8]| {
+            let mut k = Vec::new();
+            append_internal_key(&mut k, u, 1, ValueKind::Value);
+            k
+        };
+        let mut edit = full_edit();
+        for (n, (a, b)) in [(5, (&b"a"[..], &b"m"[..])), (6, (&b"k"[..], &b"z"[..]))] {
+            edit.new_files.push((
+                1,
+                FileMetaData {
+                    number: n,
+                    file_size: 100,
+                    smallest: ikey(a),
+                    largest: ikey(b),
+                },
+            ));
+        }
+        let env = env_with_current(b"MANIFEST-000002\n");
+        write_manifest(&env, &[edit]);
+        assert!(corruption_reason(recover(&env)).contains("overlap in level 1"));
+    }
+
+    #[test]
+    fn another_comparator_is_refused() {
+        let env = env_with_current(b"MANIFEST-000002\n");
+        write_manifest(
+            &env,
+            &[VersionEdit {
+                comparator: Some("other.Comparator".into()),
+                ..full_edit()
+            }],
+        );
+        assert!(matches!(recover(&env), Err(Error::InvalidArgument(_))));
+    }
+}
