@@ -36,6 +36,8 @@ pub(crate) struct PendingWrite {
     /// The batch. Only the leader of the group touches it (to set its seqno when it commits
     /// alone), so the lock is never contended.
     batch: Mutex<WriteBatch>,
+    /// The batch's encoded size, read when planning a group without locking the batch.
+    size: usize,
     sync: bool,
     /// A queue entry that holds the queue for a memtable switch; it leads alone and is never
     /// merged into another writer's group.
@@ -50,6 +52,7 @@ impl PendingWrite {
     pub(crate) fn marker() -> Self {
         PendingWrite {
             batch: Mutex::new(WriteBatch::new()),
+            size: BATCH_HEADER_LEN,
             sync: false,
             marker: true,
             outcome: std::sync::OnceLock::new(),
@@ -100,6 +103,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, options: &WriteOptions, batch: WriteBa
     }
     validate(&batch)?;
     let me = Arc::new(PendingWrite {
+        size: batch.approximate_size(),
         batch: Mutex::new(batch),
         sync: options.sync,
         marker: false,
@@ -203,8 +207,10 @@ fn append_to_log(inner: &DbInner, group: &WriteBatch, sync: bool) -> Result<()> 
 /// number of writers in the group, and whether to sync.
 fn plan_group(state: &DbState) -> (Option<WriteBatch>, usize, bool) {
     let leader = state.writers.front().expect("the leader is queued");
-    let leader_batch = leader.batch.lock().unwrap_or_else(|e| e.into_inner());
-    let first_size = leader_batch.approximate_size();
+    if state.writers.len() == 1 {
+        return (None, 1, leader.sync);
+    }
+    let first_size = leader.size;
     // Limit the group so that small writes are not slowed down too much.
     let max_size = if first_size <= 128 << 10 {
         first_size + (128 << 10)
@@ -218,13 +224,19 @@ fn plan_group(state: &DbState) -> (Option<WriteBatch>, usize, bool) {
         if w.marker || (w.sync && !leader.sync) {
             break;
         }
-        let batch = w.batch.lock().unwrap_or_else(|e| e.into_inner());
-        size += batch.approximate_size() - BATCH_HEADER_LEN;
+        size += w.size - BATCH_HEADER_LEN;
         if size > max_size {
             break;
         }
+        let batch = w.batch.lock().unwrap_or_else(|e| e.into_inner());
         group
-            .get_or_insert_with(|| leader_batch.clone())
+            .get_or_insert_with(|| {
+                leader
+                    .batch
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone()
+            })
             .append(&batch);
         members += 1;
     }

@@ -108,6 +108,10 @@ struct WriterState {
     rng: u64,
     /// The internal key being inserted, built here so that inserts do not allocate.
     key: Vec<u8>,
+    /// For each level, the last node linked at that level (`head` while there is none).
+    /// `tail[0]` is the last node of the list: a key after it is appended without a search,
+    /// which makes ascending inserts (sequential loads, sorted batches) cost one comparison.
+    tail: [Node; MAX_HEIGHT],
 }
 
 /// A concurrent skiplist of (internal key, value) entries in internal-key order.
@@ -145,6 +149,7 @@ impl SkipList {
                 arena: arena_state,
                 rng: 0x2545_f491_4f6c_dd1d,
                 key: Vec::new(),
+                tail: [head; MAX_HEIGHT],
             }),
             len: AtomicUsize::new(0),
         }
@@ -290,17 +295,29 @@ impl SkipList {
     }
 
     fn insert_locked(&self, writer: &mut WriterState, user_key: &[u8], tag: u64, value: &[u8]) {
-        let WriterState { arena, rng, key } = writer;
+        let WriterState {
+            arena,
+            rng,
+            key,
+            tail,
+        } = writer;
         key.clear();
         key.extend_from_slice(user_key);
         key.extend_from_slice(&tag.to_le_bytes());
-        let mut prev = [self.head; MAX_HEIGHT];
-        let found = self.find_greater_or_equal(key, Some(&mut prev));
-        debug_assert!(
-            found.is_null()
-                || self.comparator.compare(self.key_of(found), key) != CmpOrdering::Equal,
-            "duplicate internal key"
-        );
+        let last = tail[0];
+        let prev = if last == self.head || self.key_is_after(key, last) {
+            // Appending: the last node of each level precedes the new key there.
+            *tail
+        } else {
+            let mut prev = [self.head; MAX_HEIGHT];
+            let found = self.find_greater_or_equal(key, Some(&mut prev));
+            debug_assert!(
+                found.is_null()
+                    || self.comparator.compare(self.key_of(found), key) != CmpOrdering::Equal,
+                "duplicate internal key"
+            );
+            prev
+        };
         let height = Self::random_height(rng);
         let max_height = self.max_height.load(Ordering::Relaxed);
         if height > max_height {
@@ -318,6 +335,9 @@ impl SkipList {
                 let successor = link(p)(level).load(Ordering::Relaxed);
                 link(node)(level).store(successor, Ordering::Relaxed);
                 link(p)(level).store(node, Ordering::Release);
+                if successor.is_null() {
+                    tail[level] = node;
+                }
             }
         }
         self.len.fetch_add(1, Ordering::Relaxed);

@@ -103,6 +103,75 @@ fn matches_a_sorted_model_in_every_direction() {
     assert!(!c.valid());
 }
 
+/// Walks every level of `l` and checks that each is in strictly ascending key order and that
+/// every node linked at a level is also linked at each level below it.
+fn check_levels(l: &SkipList) {
+    let mut below: Option<BTreeSet<Vec<u8>>> = None;
+    for level in (0..MAX_HEIGHT).rev() {
+        let mut keys = BTreeSet::new();
+        let mut last: Option<Vec<u8>> = None;
+        let mut x = l.next(l.head, level);
+        while !x.is_null() {
+            let k = l.key_of(x).to_vec();
+            if let Some(prev) = &last {
+                assert_eq!(
+                    l.comparator.compare(prev, &k),
+                    CmpOrdering::Less,
+                    "level {level} out of order"
+                );
+            }
+            last = Some(k.clone());
+            keys.insert(k);
+            x = l.next(x, level);
+        }
+        if let Some(upper) = &below {
+            assert!(
+                upper.is_subset(&keys),
+                "a node at level {} is missing from {level}",
+                level + 1
+            );
+        }
+        below = Some(keys);
+    }
+    assert_eq!(below.unwrap().len(), l.len());
+}
+
+#[test]
+fn ascending_runs_and_random_inserts_interleave() {
+    // Appends take the tail shortcut; inserts in the middle take the search. Mixing them must
+    // keep every level linked in order.
+    let l = list();
+    let mut model = BTreeSet::new();
+    let mut x = 0x9e37_79b9_u32;
+    let mut seqno = 0;
+    for round in 0..scale(40) as u32 {
+        for i in 0..25 {
+            seqno += 1;
+            let user = format!("k{:05}", round * 25 + i).into_bytes();
+            l.insert(&user, pack_tag(seqno, ValueKind::Value), b"v");
+            model.insert((user, std::cmp::Reverse(seqno)));
+        }
+        for _ in 0..10 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            seqno += 1;
+            let user = format!("k{:05}", x % (round * 25 + 40)).into_bytes();
+            l.insert(&user, pack_tag(seqno, ValueKind::Value), b"v");
+            model.insert((user, std::cmp::Reverse(seqno)));
+        }
+        check_levels(&l);
+    }
+    let expected: Vec<Vec<u8>> = model.iter().map(|(u, s)| ikey(u, s.0)).collect();
+    let mut c = Cursor::new(&l);
+    for k in &expected {
+        c.seek(k);
+        assert_eq!(c.key(), &k[..]);
+    }
+    c.seek_to_last();
+    assert_eq!(c.key(), &expected.last().unwrap()[..]);
+}
+
 #[test]
 fn empty_keys_and_values_and_large_values_are_kept() {
     let l = list();

@@ -4,7 +4,7 @@
 
 use super::block_builder::BlockBuilder;
 use super::filter_block::FilterBlockBuilder;
-use super::format::{block_crc, compress_block, BlockHandle, Compression, Footer};
+use super::format::{block_crc, BlockCompressor, BlockHandle, Compression, Footer};
 use super::TableOptions;
 use crate::coding::mask_crc;
 use crate::comparator::Comparator;
@@ -49,7 +49,7 @@ pub struct TableBuilder {
     /// The handle of the last data block written, whose index entry waits for the next block's
     /// first key (so that a short separator can be chosen).
     pending_index_entry: Option<BlockHandle>,
-    compressed: Vec<u8>,
+    compressor: BlockCompressor,
     handle_encoding: Vec<u8>,
     /// The first write error; every later call returns it.
     error: Option<Error>,
@@ -72,7 +72,7 @@ impl TableBuilder {
             last_key: Vec::new(),
             entry_count: 0,
             pending_index_entry: None,
-            compressed: Vec::new(),
+            compressor: BlockCompressor::new(),
             handle_encoding: Vec::new(),
             error: None,
             options,
@@ -149,11 +149,7 @@ impl TableBuilder {
             BlockKind::Index => &mut self.index_block,
         };
         let raw = block.finish();
-        let compression = compress_block(raw, self.options.compression, &mut self.compressed);
-        let stored: &[u8] = match compression {
-            Compression::None => raw,
-            Compression::Snappy => &self.compressed,
-        };
+        let (compression, stored) = self.compressor.compress(raw, self.options.compression);
         let result = write_raw_block(&mut *self.file, &mut self.offset, stored, compression);
         block.reset();
         self.record(result)
@@ -195,11 +191,7 @@ impl TableBuilder {
             metaindex.add(format!("filter.{name}").as_bytes(), &self.handle_encoding);
         }
         let raw = metaindex.finish();
-        let compression = compress_block(raw, self.options.compression, &mut self.compressed);
-        let stored: &[u8] = match compression {
-            Compression::None => raw,
-            Compression::Snappy => &self.compressed,
-        };
+        let (compression, stored) = self.compressor.compress(raw, self.options.compression);
         let result = write_raw_block(&mut *self.file, &mut self.offset, stored, compression);
         let metaindex_handle = self.record(result)?;
 

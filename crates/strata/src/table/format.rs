@@ -208,24 +208,41 @@ fn decompress_snappy(stored: &[u8]) -> std::result::Result<Vec<u8>, &'static str
     }
 }
 
-/// Compresses `raw` per `compression`, keeping the result only if it saves more than 12.5%, as
-/// LevelDB does. Returns the type actually used; the stored bytes are in `scratch` when it is not
-/// [`Compression::None`].
-pub(crate) fn compress_block(
-    raw: &[u8],
-    compression: Compression,
-    scratch: &mut Vec<u8>,
-) -> Compression {
-    match compression {
-        Compression::None => Compression::None,
-        Compression::Snappy => {
-            scratch.resize(snap::raw::max_compress_len(raw.len()), 0);
-            match snap::raw::Encoder::new().compress(raw, scratch) {
-                Ok(n) if n < raw.len() - raw.len() / 8 => {
-                    scratch.truncate(n);
-                    Compression::Snappy
+/// Compresses blocks, keeping a result only if it saves more than 12.5%, as LevelDB does. One
+/// compressor serves a whole table: its Snappy encoder (and hash table) and its output buffer
+/// are reused from block to block.
+pub(crate) struct BlockCompressor {
+    encoder: snap::raw::Encoder,
+    /// Output buffer; its length only grows, so it is zeroed once, not once per block.
+    buf: Vec<u8>,
+}
+
+impl BlockCompressor {
+    pub(crate) fn new() -> Self {
+        BlockCompressor {
+            encoder: snap::raw::Encoder::new(),
+            buf: Vec::new(),
+        }
+    }
+
+    /// Compresses `raw` per `compression`. Returns the type actually used and the bytes to
+    /// store: `raw` itself when that type is [`Compression::None`].
+    pub(crate) fn compress<'a>(
+        &'a mut self,
+        raw: &'a [u8],
+        compression: Compression,
+    ) -> (Compression, &'a [u8]) {
+        match compression {
+            Compression::None => (Compression::None, raw),
+            Compression::Snappy => {
+                let max = snap::raw::max_compress_len(raw.len());
+                if self.buf.len() < max {
+                    self.buf.resize(max, 0);
                 }
-                _ => Compression::None,
+                match self.encoder.compress(raw, &mut self.buf) {
+                    Ok(n) if n < raw.len() - raw.len() / 8 => (Compression::Snappy, &self.buf[..n]),
+                    _ => (Compression::None, raw),
+                }
             }
         }
     }
@@ -290,13 +307,12 @@ mod tests {
 
     #[test]
     fn compression_is_kept_only_when_it_saves_an_eighth() {
-        let mut scratch = Vec::new();
+        let mut compressor = BlockCompressor::new();
         let compressible = vec![b'a'; 4096];
-        assert_eq!(
-            compress_block(&compressible, Compression::Snappy, &mut scratch),
-            Compression::Snappy
-        );
-        assert_eq!(decompress_snappy(&scratch).unwrap(), compressible);
+        let (kind, stored) = compressor.compress(&compressible, Compression::Snappy);
+        assert_eq!(kind, Compression::Snappy);
+        assert!(stored.len() < compressible.len() / 8);
+        assert_eq!(decompress_snappy(stored).unwrap(), compressible);
         let mut x = 0x9e37_79b9_u32;
         let random: Vec<u8> = (0..4096)
             .map(|_| {
@@ -306,13 +322,14 @@ mod tests {
                 x as u8
             })
             .collect();
-        assert_eq!(
-            compress_block(&random, Compression::Snappy, &mut scratch),
-            Compression::None
-        );
-        assert_eq!(
-            compress_block(&[0u8; 8], Compression::Snappy, &mut scratch),
-            Compression::None
-        );
+        let (kind, stored) = compressor.compress(&random, Compression::Snappy);
+        assert_eq!((kind, stored), (Compression::None, &random[..]));
+        let (kind, _) = compressor.compress(&[0u8; 8], Compression::Snappy);
+        assert_eq!(kind, Compression::None);
+        // A small block after large ones decodes to itself: the buffer's stale tail is unused.
+        let small = vec![b'b'; 100];
+        let (kind, stored) = compressor.compress(&small, Compression::Snappy);
+        assert_eq!(kind, Compression::Snappy);
+        assert_eq!(decompress_snappy(stored).unwrap(), small);
     }
 }
