@@ -8,7 +8,8 @@
 //! entries of the current user key, and the cursor keeps a copy of the current key and value.
 
 use std::ops::Bound;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 use super::{DbInner, ReadView};
 use crate::comparator::Comparator;
@@ -17,6 +18,78 @@ use crate::iter::{BoxedIter, InternalIterator, MergingIter};
 use crate::key::{append_internal_key, user_key, ParsedInternalKey, SeqNo, ValueKind};
 use crate::options::ReadOptions;
 use crate::table::BlockReadOptions;
+use crate::version::version::Version;
+
+/// The mean number of bytes (keys and values) a cursor reads between two read samples.
+const READ_SAMPLE_PERIOD: u64 = 1 << 20;
+
+/// Read sampling, as LevelDB does it: about every [`READ_SAMPLE_PERIOD`] bytes a cursor reads
+/// (the exact gap is random, so that regular scans do not always sample the same keys), it
+/// charges a seek to the first file that a lookup of the current key would read, if more than
+/// one file overlaps that key. Scans over overlapping files thus trigger seek compactions, as
+/// lookups do.
+struct ReadSampler {
+    bytes_until_sample: u64,
+    rng: u64,
+    /// Woken when a file's seek allowance runs out; `None` for a read-only database, which
+    /// never compacts.
+    db: Option<Weak<DbInner>>,
+}
+
+impl ReadSampler {
+    fn new(db: Option<Weak<DbInner>>) -> Self {
+        // Each cursor draws its own gaps: were they all the same, cursors reading less than the
+        // first gap would never sample. Seeds are a counter spread by SplitMix64.
+        static CURSORS: AtomicU64 = AtomicU64::new(0);
+        let mut z = CURSORS
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        let mut sampler = ReadSampler {
+            bytes_until_sample: 0,
+            rng: (z ^ (z >> 31)) | 1,
+            db,
+        };
+        sampler.bytes_until_sample = sampler.random_period();
+        sampler
+    }
+
+    /// A gap drawn uniformly from `[0, 2 * READ_SAMPLE_PERIOD)`.
+    fn random_period(&mut self) -> u64 {
+        // xorshift64
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng % (2 * READ_SAMPLE_PERIOD)
+    }
+
+    /// Counts an entry of `bytes` bytes read at `user_key`, sampling when a gap runs out.
+    #[inline]
+    fn account(&mut self, version: &Version, user_key: &[u8], bytes: usize) {
+        let bytes = bytes as u64;
+        if self.bytes_until_sample < bytes {
+            self.sample(version, user_key, bytes);
+        }
+        self.bytes_until_sample -= bytes;
+    }
+
+    #[cold]
+    fn sample(&mut self, version: &Version, user_key: &[u8], bytes: u64) {
+        while self.bytes_until_sample < bytes {
+            self.bytes_until_sample += self.random_period();
+            let Some(db) = &self.db else { continue };
+            if let Some(charge) = version.read_sample(user_key) {
+                if version.charge_seek(&charge) {
+                    if let Some(db) = db.upgrade() {
+                        db.wake_background();
+                    }
+                }
+            }
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -65,8 +138,9 @@ pub struct DbIterator {
     /// Reverse: the current value.
     saved_value: Vec<u8>,
     error: Option<Error>,
+    sampler: ReadSampler,
     /// Keeps the version (and so its files) alive.
-    _view: Arc<ReadView>,
+    view: Arc<ReadView>,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -79,30 +153,60 @@ impl std::fmt::Debug for DbIterator {
 }
 
 pub(crate) fn new_iterator(inner: &Arc<DbInner>, options: &ReadOptions<'_>) -> Result<DbIterator> {
-    let seqno = inner.read_seqno(options)?;
-    let view = inner.view.load_full();
-    let read = BlockReadOptions {
-        verify_checksums: options.verify_checksums,
-        fill_cache: options.fill_cache,
-    };
-    let mut children: Vec<BoxedIter> = vec![Box::new(view.mem.iter())];
-    if let Some(imm) = &view.imm {
-        children.push(Box::new(imm.iter()));
+    CursorSource::new(inner, options)?.cursor()
+}
+
+/// What a cursor is built from: one read view (memtables and version) and one seqno. Every
+/// cursor built from the same source sees exactly the same entries, however much later it is
+/// built: the view keeps its files alive.
+struct CursorSource {
+    view: Arc<ReadView>,
+    seqno: SeqNo,
+    read: BlockReadOptions,
+    table_cache: Arc<crate::cache::TableCache>,
+    icmp: crate::key::InternalKeyComparator,
+    /// For read sampling; `None` for a read-only database.
+    db: Option<Weak<DbInner>>,
+}
+
+impl CursorSource {
+    fn new(inner: &Arc<DbInner>, options: &ReadOptions<'_>) -> Result<Self> {
+        let seqno = inner.read_seqno(options)?;
+        Ok(CursorSource {
+            view: inner.view.load_full(),
+            seqno,
+            read: BlockReadOptions {
+                verify_checksums: options.verify_checksums,
+                fill_cache: options.fill_cache,
+            },
+            table_cache: inner.table_cache.clone(),
+            icmp: inner.icmp.clone(),
+            db: (!inner.read_only).then(|| Arc::downgrade(inner)),
+        })
     }
-    view.version
-        .add_iterators(read, &inner.table_cache, &mut children)?;
-    let icmp: Arc<dyn Comparator> = Arc::new(inner.icmp.clone());
-    Ok(DbIterator {
-        merged: MergingIter::new(icmp, children),
-        ucmp: inner.icmp.user_comparator().clone(),
-        seqno,
-        direction: Direction::Forward,
-        valid: false,
-        saved_key: Vec::new(),
-        saved_value: Vec::new(),
-        error: None,
-        _view: view,
-    })
+
+    fn cursor(&self) -> Result<DbIterator> {
+        let view = &self.view;
+        let mut children: Vec<BoxedIter> = vec![Box::new(view.mem.iter())];
+        if let Some(imm) = &view.imm {
+            children.push(Box::new(imm.iter()));
+        }
+        view.version
+            .add_iterators(self.read, &self.table_cache, &mut children)?;
+        let icmp: Arc<dyn Comparator> = Arc::new(self.icmp.clone());
+        Ok(DbIterator {
+            merged: MergingIter::new(icmp, children),
+            ucmp: self.icmp.user_comparator().clone(),
+            seqno: self.seqno,
+            direction: Direction::Forward,
+            valid: false,
+            saved_key: Vec::new(),
+            saved_value: Vec::new(),
+            error: None,
+            sampler: ReadSampler::new(self.db.clone()),
+            view: view.clone(),
+        })
+    }
 }
 
 impl DbIterator {
@@ -161,6 +265,8 @@ impl DbIterator {
             let Some(k) = ParsedInternalKey::parse(self.merged.key()) else {
                 return self.malformed_key();
             };
+            let bytes = k.user_key.len() + self.merged.value().len();
+            self.sampler.account(&self.view.version, k.user_key, bytes);
             if k.seqno <= self.seqno {
                 match k.kind {
                     ValueKind::Deletion => {
@@ -194,6 +300,8 @@ impl DbIterator {
             let Some(k) = ParsedInternalKey::parse(self.merged.key()) else {
                 return self.malformed_key();
             };
+            let bytes = k.user_key.len() + self.merged.value().len();
+            self.sampler.account(&self.view.version, k.user_key, bytes);
             if k.seqno <= self.seqno {
                 if kind != ValueKind::Deletion
                     && self.ucmp.compare(k.user_key, &self.saved_key).is_lt()
@@ -332,15 +440,14 @@ impl DbIterator {
 /// # Ok::<(), strata::Error>(())
 /// ```
 pub struct RangeIter {
-    front: DbIterator,
-    back: DbIterator,
+    /// Both ends' cursors come from one source, so they see the same entries.
+    source: CursorSource,
+    /// Each end's cursor, built on first use; once built, it stays on the last key that end
+    /// returned (the other end stops before that key), or the range is done.
+    front: Option<DbIterator>,
+    back: Option<DbIterator>,
     start: Bound<Vec<u8>>,
     end: Bound<Vec<u8>>,
-    front_started: bool,
-    back_started: bool,
-    /// The last key each end returned: the other end stops before it.
-    last_front: Option<Vec<u8>>,
-    last_back: Option<Vec<u8>>,
     done: bool,
 }
 
@@ -359,44 +466,14 @@ impl RangeIter {
         start: Bound<Vec<u8>>,
         end: Bound<Vec<u8>>,
     ) -> Result<RangeIter> {
-        // Both cursors read at the same seqno.
-        let seqno = inner.read_seqno(options)?;
-        let front = new_iterator(inner, options)?;
-        let mut back = new_iterator(inner, options)?;
-        back.seqno = seqno;
-        let mut front = front;
-        front.seqno = seqno;
         Ok(RangeIter {
-            front,
-            back,
+            source: CursorSource::new(inner, options)?,
+            front: None,
+            back: None,
             start,
             end,
-            front_started: false,
-            back_started: false,
-            last_front: None,
-            last_back: None,
             done: false,
         })
-    }
-
-    fn ucmp(&self) -> &Arc<dyn Comparator> {
-        &self.front.ucmp
-    }
-
-    fn before_end(&self, key: &[u8]) -> bool {
-        match &self.end {
-            Bound::Unbounded => true,
-            Bound::Included(e) => self.ucmp().compare(key, e).is_le(),
-            Bound::Excluded(e) => self.ucmp().compare(key, e).is_lt(),
-        }
-    }
-
-    fn after_start(&self, key: &[u8]) -> bool {
-        match &self.start {
-            Bound::Unbounded => true,
-            Bound::Included(s) => self.ucmp().compare(key, s).is_ge(),
-            Bound::Excluded(s) => self.ucmp().compare(key, s).is_gt(),
-        }
     }
 
     fn finish_with(&mut self, cursor_status: Result<()>) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
@@ -412,37 +489,56 @@ impl Iterator for RangeIter {
         if self.done {
             return None;
         }
-        if !self.front_started {
-            self.front_started = true;
-            match self.start.clone() {
-                Bound::Unbounded => self.front.seek_to_first(),
-                Bound::Included(s) => self.front.seek(&s),
-                Bound::Excluded(s) => {
-                    self.front.seek(&s);
-                    if self.front.valid() && self.ucmp().compare(self.front.key(), &s).is_eq() {
-                        self.front.next();
+        let front = match &mut self.front {
+            Some(front) => {
+                front.next();
+                front
+            }
+            None => {
+                let mut front = match self.source.cursor() {
+                    Ok(c) => c,
+                    Err(e) => return self.finish_with(Err(e)),
+                };
+                match &self.start {
+                    Bound::Unbounded => front.seek_to_first(),
+                    Bound::Included(s) => front.seek(s),
+                    Bound::Excluded(s) => {
+                        front.seek(s);
+                        if front.valid()
+                            && self
+                                .source
+                                .icmp
+                                .user_comparator()
+                                .compare(front.key(), s)
+                                .is_eq()
+                        {
+                            front.next();
+                        }
                     }
                 }
+                self.front.insert(front)
             }
-        } else if self.front.valid() {
-            self.front.next();
-        }
-        if !self.front.valid() {
-            let status = self.front.status();
+        };
+        if !front.valid() {
+            let status = front.status();
             return self.finish_with(status);
         }
-        let key = self.front.key();
+        let key = front.key();
+        let ucmp = self.source.icmp.user_comparator();
         let crossed = self
-            .last_back
-            .as_deref()
-            .is_some_and(|b| self.ucmp().compare(key, b).is_ge());
-        if crossed || !self.before_end(key) {
+            .back
+            .as_ref()
+            .is_some_and(|b| ucmp.compare(key, b.key()).is_ge());
+        let past_end = match &self.end {
+            Bound::Unbounded => false,
+            Bound::Included(e) => ucmp.compare(key, e).is_gt(),
+            Bound::Excluded(e) => ucmp.compare(key, e).is_ge(),
+        };
+        if crossed || past_end {
             self.done = true;
             return None;
         }
-        let item = (key.to_vec(), self.front.value().to_vec());
-        self.last_front = Some(item.0.clone());
-        Some(Ok(item))
+        Some(Ok((key.to_vec(), front.value().to_vec())))
     }
 }
 
@@ -451,42 +547,61 @@ impl DoubleEndedIterator for RangeIter {
         if self.done {
             return None;
         }
-        if !self.back_started {
-            self.back_started = true;
-            match self.end.clone() {
-                Bound::Unbounded => self.back.seek_to_last(),
-                Bound::Included(e) | Bound::Excluded(e) => {
-                    let inclusive = matches!(self.end, Bound::Included(_));
-                    self.back.seek(&e);
-                    if !self.back.valid() {
-                        if self.back.status().is_err() {
-                            let status = self.back.status();
-                            return self.finish_with(status);
+        let back = match &mut self.back {
+            Some(back) => {
+                back.prev();
+                back
+            }
+            None => {
+                let mut back = match self.source.cursor() {
+                    Ok(c) => c,
+                    Err(e) => return self.finish_with(Err(e)),
+                };
+                match &self.end {
+                    Bound::Unbounded => back.seek_to_last(),
+                    Bound::Included(e) | Bound::Excluded(e) => {
+                        let inclusive = matches!(self.end, Bound::Included(_));
+                        back.seek(e);
+                        if !back.valid() {
+                            if back.status().is_err() {
+                                let status = back.status();
+                                return self.finish_with(status);
+                            }
+                            back.seek_to_last();
+                        } else if !(inclusive
+                            && self
+                                .source
+                                .icmp
+                                .user_comparator()
+                                .compare(back.key(), e)
+                                .is_eq())
+                        {
+                            back.prev();
                         }
-                        self.back.seek_to_last();
-                    } else if !(inclusive && self.ucmp().compare(self.back.key(), &e).is_eq()) {
-                        self.back.prev();
                     }
                 }
+                self.back.insert(back)
             }
-        } else if self.back.valid() {
-            self.back.prev();
-        }
-        if !self.back.valid() {
-            let status = self.back.status();
+        };
+        if !back.valid() {
+            let status = back.status();
             return self.finish_with(status);
         }
-        let key = self.back.key();
+        let key = back.key();
+        let ucmp = self.source.icmp.user_comparator();
         let crossed = self
-            .last_front
-            .as_deref()
-            .is_some_and(|f| self.ucmp().compare(key, f).is_le());
-        if crossed || !self.after_start(key) {
+            .front
+            .as_ref()
+            .is_some_and(|f| ucmp.compare(key, f.key()).is_le());
+        let before_start = match &self.start {
+            Bound::Unbounded => false,
+            Bound::Included(s) => ucmp.compare(key, s).is_lt(),
+            Bound::Excluded(s) => ucmp.compare(key, s).is_le(),
+        };
+        if crossed || before_start {
             self.done = true;
             return None;
         }
-        let item = (key.to_vec(), self.back.value().to_vec());
-        self.last_back = Some(item.0.clone());
-        Some(Ok(item))
+        Some(Ok((key.to_vec(), back.value().to_vec())))
     }
 }

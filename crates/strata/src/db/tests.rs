@@ -381,3 +381,160 @@ fn properties_answer_leveldbs_names() {
     );
     assert_eq!(sizes[2], 0);
 }
+
+/// The number of files at each level, from `leveldb.num-files-at-level<N>`.
+fn files_per_level(db: &Db) -> Vec<usize> {
+    (0..crate::version::NUM_LEVELS)
+        .map(|level| {
+            db.property(&format!("leveldb.num-files-at-level{level}"))
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// A database whose keys `k000`..`k199` sit in one table at level 2, with a newer table at
+/// level 1 over the same range holding the even keys: a lookup of an odd key reads both.
+fn overlapping_tables(env: &MemEnv) -> Db {
+    let db = Db::open(DIR, options(env)).unwrap();
+    for i in 0..200 {
+        db.put(&w(), format!("k{i:03}").as_bytes(), &[b'a'; 1000])
+            .unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    for i in (0..200).step_by(2) {
+        db.put(&w(), format!("k{i:03}").as_bytes(), &[b'b'; 1000])
+            .unwrap();
+    }
+    // Flushes the memtable; the range holds nothing to compact.
+    db.compact_range(Some(b"z"), Some(b"zz")).unwrap();
+    assert_eq!(files_per_level(&db), [0, 1, 1, 0, 0, 0, 0]);
+    db
+}
+
+/// Waits (up to 20 s) for the background thread to empty level 1.
+fn wait_for_level1_compaction(db: &Db) -> Vec<usize> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let files = files_per_level(db);
+        if files[1] == 0 || std::time::Instant::now() > deadline {
+            return files;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn lookups_that_read_two_files_trigger_a_seek_compaction() {
+    let env = MemEnv::new();
+    let db = overlapping_tables(&env);
+    // The level-1 table is small, so its allowance is LevelDB's minimum of 100 seeks. Lookups
+    // of even keys stop at level 1 and charge nothing.
+    for _ in 0..3 {
+        for i in (0..200).step_by(2) {
+            db.get(&r(), format!("k{i:03}").as_bytes()).unwrap();
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(files_per_level(&db), [0, 1, 1, 0, 0, 0, 0]);
+    // Odd keys below the level-1 table's last key read level 1, miss, and read level 2: each
+    // charges the level-1 table.
+    for i in (1..199).step_by(2).cycle().take(100) {
+        assert_eq!(
+            db.get(&r(), format!("k{i:03}").as_bytes()).unwrap(),
+            Some(vec![b'a'; 1000])
+        );
+    }
+    assert_eq!(wait_for_level1_compaction(&db), [0, 0, 1, 0, 0, 0, 0]);
+    assert_eq!(db.get(&r(), b"k000").unwrap(), Some(vec![b'b'; 1000]));
+    assert_eq!(db.get(&r(), b"k001").unwrap(), Some(vec![b'a'; 1000]));
+}
+
+#[test]
+fn scans_over_overlapping_files_trigger_a_seek_compaction() {
+    let env = MemEnv::new();
+    let db = overlapping_tables(&env);
+    // About one sample per MiB read, each charging the level-1 table (two files overlap every
+    // key): its 100 seeks run out after about 100 MiB read, some 560 scans of 200 entries of
+    // 1 KB (a count that varies by a few percent with the random sampling gaps). Allow up to
+    // 1,000 scans, stopping as soon as the compaction has happened.
+    let mut scans = 0;
+    while files_per_level(&db)[1] == 1 && scans < 1000 {
+        let entries = db.scan(&r()).unwrap().count();
+        assert_eq!(entries, 200);
+        scans += 1;
+    }
+    assert_eq!(
+        wait_for_level1_compaction(&db),
+        [0, 0, 1, 0, 0, 0, 0],
+        "after {scans} scans"
+    );
+    assert!(scans > 100, "a compaction after only {scans} scans");
+    let all = scan(&db);
+    assert_eq!(all.len(), 200);
+    assert!(all
+        .iter()
+        .enumerate()
+        .all(|(i, (_, v))| v[0] == if i % 2 == 0 { b'b' } else { b'a' }));
+}
+
+#[test]
+fn a_range_consumed_from_both_ends_yields_each_key_once() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    for i in 0..500u32 {
+        db.put(&w(), format!("{i:04}").as_bytes(), b"v").unwrap();
+    }
+    for (start, end, expected) in [
+        (0u32, 500u32, 500usize),
+        (10, 11, 1),
+        (10, 12, 2),
+        (250, 250, 0),
+    ] {
+        let (s, e) = (format!("{start:04}"), format!("{end:04}"));
+        let mut range = db.range(&r(), s.as_bytes()..e.as_bytes()).unwrap();
+        let mut seen = Vec::new();
+        let mut from_back = false;
+        loop {
+            let item = if from_back {
+                range.next_back()
+            } else {
+                range.next()
+            };
+            let Some(item) = item else { break };
+            seen.push(String::from_utf8(item.unwrap().0).unwrap());
+            from_back = !from_back;
+        }
+        seen.sort();
+        let want: Vec<String> = (start..end).map(|i| format!("{i:04}")).collect();
+        assert_eq!(seen.len(), expected);
+        assert_eq!(seen, want);
+    }
+}
+
+#[test]
+fn a_ranges_back_end_started_late_sees_the_same_state_as_its_front() {
+    // The back cursor is built on first use; it must still read the state of the range's
+    // creation, even after overwrites, deletes and a compaction that drops the old versions.
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    for i in 0..300u32 {
+        db.put(&w(), format!("{i:04}").as_bytes(), b"old").unwrap();
+    }
+    let mut range = db.scan(&r()).unwrap();
+    assert_eq!(range.next().unwrap().unwrap().0, b"0000");
+    for i in 0..300u32 {
+        if i % 2 == 0 {
+            db.delete(&w(), format!("{i:04}").as_bytes()).unwrap();
+        } else {
+            db.put(&w(), format!("{i:04}").as_bytes(), b"new").unwrap();
+        }
+    }
+    db.put(&w(), b"9999", b"new").unwrap();
+    db.compact_range(None, None).unwrap();
+    let rest: Vec<(Vec<u8>, Vec<u8>)> = range.rev().map(Result::unwrap).collect();
+    assert_eq!(rest.len(), 299);
+    assert_eq!(rest[0].0, b"0299");
+    assert!(rest.iter().all(|(_, v)| v == b"old"));
+}

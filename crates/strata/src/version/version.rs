@@ -69,6 +69,13 @@ pub(crate) struct SeekCharge {
     pub(crate) level: usize,
 }
 
+fn to_charge(charge: Option<(&Arc<LiveFile>, usize)>) -> Option<SeekCharge> {
+    charge.map(|(file, level)| SeekCharge {
+        file: file.clone(),
+        level,
+    })
+}
+
 /// An immutable set of live tables per level.
 #[derive(Debug)]
 pub(crate) struct Version {
@@ -148,8 +155,8 @@ impl Version {
 
     /// Looks `user_key` up as of `snapshot`: level-0 files newest first, then one file per
     /// deeper level. Returns the answer and the seek to charge, if any.
-    pub(crate) fn get(
-        &self,
+    pub(crate) fn get<'v>(
+        &'v self,
         options: &BlockReadOptions,
         table_cache: &TableCache,
         user_key: &[u8],
@@ -158,17 +165,14 @@ impl Version {
         let mut seek_key = Vec::with_capacity(user_key.len() + 8);
         append_internal_key(&mut seek_key, user_key, snapshot, ValueKind::FOR_SEEK);
         let ucmp = self.user_cmp();
-        let mut first_read: Option<SeekCharge> = None;
-        let mut charge = None;
-        let mut search = |file: &Arc<LiveFile>, level: usize| -> Result<Option<TableLookup>> {
-            match &first_read {
-                None => {
-                    first_read = Some(SeekCharge {
-                        file: file.clone(),
-                        level,
-                    })
-                }
-                Some(first) if charge.is_none() => charge = Some(first.clone()),
+        // The first file read, and the one to charge once a second file is read; borrowed
+        // from the version so that a lookup clones no `Arc` unless it charges a seek.
+        let mut first_read: Option<(&'v Arc<LiveFile>, usize)> = None;
+        let mut charge: Option<(&'v Arc<LiveFile>, usize)> = None;
+        let mut search = |file: &'v Arc<LiveFile>, level: usize| -> Result<Option<TableLookup>> {
+            match first_read {
+                None => first_read = Some((file, level)),
+                Some(first) if charge.is_none() => charge = Some(first),
                 Some(_) => {}
             }
             let table = table_cache.get(file.number, file.file_size)?;
@@ -191,7 +195,7 @@ impl Version {
                 && ucmp.compare(user_key, user_key_of(&file.largest)) != CmpOrdering::Greater
             {
                 if let Some(answer) = search(file, 0)? {
-                    return Ok((answer, charge));
+                    return Ok((answer, to_charge(charge)));
                 }
             }
         }
@@ -205,10 +209,49 @@ impl Version {
                 continue;
             }
             if let Some(answer) = search(file, level)? {
-                return Ok((answer, charge));
+                return Ok((answer, to_charge(charge)));
             }
         }
-        Ok((TableLookup::Absent, charge))
+        Ok((TableLookup::Absent, to_charge(charge)))
+    }
+
+    /// The seek an iterator's read sample at `user_key` charges (LevelDB's read sampling): the
+    /// first file a lookup of the key would read, if at least two files overlap the key.
+    pub(crate) fn read_sample(&self, user_key: &[u8]) -> Option<SeekCharge> {
+        let ucmp = self.user_cmp();
+        let mut first: Option<(&Arc<LiveFile>, usize)> = None;
+        let mut matches = 0;
+        let overlapping = self.files[0]
+            .iter()
+            .rev()
+            .filter(|f| {
+                ucmp.compare(user_key, user_key_of(&f.smallest)) != CmpOrdering::Less
+                    && ucmp.compare(user_key, user_key_of(&f.largest)) != CmpOrdering::Greater
+            })
+            .map(|f| (f, 0));
+        let mut seek_key = Vec::with_capacity(user_key.len() + 8);
+        append_internal_key(
+            &mut seek_key,
+            user_key,
+            crate::key::MAX_SEQNO,
+            ValueKind::FOR_SEEK,
+        );
+        let deeper = (1..NUM_LEVELS).filter_map(|level| {
+            let files = &self.files[level];
+            let file = files.get(find_file(&self.icmp, files, &seek_key))?;
+            (ucmp.compare(user_key, user_key_of(&file.smallest)) != CmpOrdering::Less)
+                .then_some((file, level))
+        });
+        for hit in overlapping.chain(deeper) {
+            matches += 1;
+            if first.is_none() {
+                first = Some(hit);
+            }
+            if matches >= 2 {
+                return to_charge(first);
+            }
+        }
+        None
     }
 
     /// Charges a seek to a file; returns true if the file is now due for compaction.
