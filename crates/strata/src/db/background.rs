@@ -235,6 +235,12 @@ fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guard<'a
     match result {
         Ok(()) => {
             state.imm = None;
+            // The flushed memtable's log is obsolete: its writes are in a synced table.
+            inner
+                .log_sync_debt
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retired_log = None;
             inner.publish_view(&state);
             delete_obsolete_files(inner, &mut state);
         }

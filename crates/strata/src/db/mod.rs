@@ -56,6 +56,20 @@ pub(crate) struct ReadView {
     pub(crate) version: Arc<Version>,
 }
 
+/// Durability work a memtable switch leaves to the first sync write after it, so that the
+/// switch itself (made with the state mutex held, by a writer) stays cheap. Until that write,
+/// nothing on the new log was promised to survive a power loss.
+#[derive(Default)]
+pub(crate) struct LogSyncDebt {
+    /// The log the immutable memtable was written to, while that memtable is not yet flushed:
+    /// its tail is synced before any synced write to the new log, so that such a write never
+    /// survives a power loss that an earlier write does not. The flush drops it unsynced: its
+    /// contents are then in a synced table.
+    pub(crate) retired_log: Option<LogWriter>,
+    /// The directory entry of the new log is not yet synced.
+    pub(crate) dir_entry: bool,
+}
+
 /// Per-level compaction statistics, for `leveldb.stats`.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct LevelStats {
@@ -111,6 +125,9 @@ pub(crate) struct DbInner {
     pub(crate) bg_work: Condvar,
     /// The write-ahead log; see the module's locking notes.
     pub(crate) log: Mutex<Option<LogWriter>>,
+    /// What the first sync write to the current log must make durable before the log itself.
+    /// Lock order: `log`, then this.
+    pub(crate) log_sync_debt: Mutex<LogSyncDebt>,
     /// True when the memtable switch made an immutable memtable, for the compaction loop to
     /// notice without the state mutex.
     pub(crate) has_imm: AtomicBool,

@@ -123,6 +123,7 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         bg_done: Condvar::new(),
         bg_work: Condvar::new(),
         log: Mutex::new(None),
+        log_sync_debt: Mutex::default(),
         has_imm: AtomicBool::new(false),
         shutting_down: AtomicBool::new(false),
         read_only,

@@ -196,6 +196,19 @@ fn append_to_log(inner: &DbInner, group: &WriteBatch, sync: bool) -> Result<()> 
         .ok_or_else(|| Error::not_supported("the database has no open log"))?;
     writer.add_record(group.encoded())?;
     if sync {
+        let mut debt = inner
+            .log_sync_debt
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(old) = debt.retired_log.as_mut() {
+            old.sync()?;
+            debt.retired_log = None;
+        }
+        if debt.dir_entry {
+            inner.env.sync_dir(&inner.dir)?;
+            debt.dir_entry = false;
+        }
+        drop(debt);
         writer.sync()?;
     }
     Ok(())
@@ -302,23 +315,19 @@ fn switch_memtable(inner: &Arc<DbInner>, state: &mut DbState) -> Result<()> {
     let file = inner
         .env
         .new_writable_file(&filename::log_file(&inner.dir, number))?;
-    // A synced write to the new log must not be lost with the log's directory entry.
-    inner.env.sync_dir(&inner.dir)?;
     let mut log = inner.log.lock().unwrap_or_else(|e| e.into_inner());
-    // Sync the old log's tail first: otherwise a power loss could keep a synced write in the new
-    // log while losing unsynced ones before it in the old log, leaving a hole in the history.
-    if let Some(old) = log.as_mut() {
-        if let Err(e) = old.sync() {
-            drop(log);
-            info!(
-                inner,
-                "syncing the log before switching failed; no more writes: {e}"
-            );
-            state.bg_error.get_or_insert_with(|| e.clone());
-            return Err(e);
-        }
-    }
-    *log = Some(LogWriter::new(file));
+    // The new log's directory entry and the old log's tail are synced by the first sync write
+    // to the new log, if one comes before the old memtable is flushed (see `LogSyncDebt`). The
+    // log retired at the previous switch is dropped here if the flush has not: a switch waits
+    // for the previous memtable's flush, so that log's writes are in a synced table.
+    let old = log.replace(LogWriter::new(file));
+    let mut debt = inner
+        .log_sync_debt
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    debt.retired_log = old;
+    debt.dir_entry = true;
+    drop(debt);
     drop(log);
     state.log_number = number;
     let full = std::mem::replace(&mut state.mem, Arc::new(MemTable::new(inner.icmp.clone())));
