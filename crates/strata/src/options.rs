@@ -65,9 +65,12 @@ pub struct Options {
     pub comparator: Arc<dyn Comparator>,
     /// The file system. Default: [`PosixEnv`].
     pub env: Arc<dyn Env>,
-    /// LevelDB's experimental option to append to the existing log and MANIFEST at open.
-    /// Accepted for compatibility but not implemented: strata always starts a new log and
-    /// MANIFEST at open (LevelDB's default behaviour). Default: false.
+    /// LevelDB's `reuse_logs`: at open, keep appending to the last log (and keep its entries in
+    /// the memtable) instead of flushing them to a level-0 table and starting a new log, which
+    /// makes opening a database with a small last log cheaper. The log is reused only if
+    /// replaying it flushed nothing and it ends cleanly after its last record; otherwise the
+    /// open proceeds as without the option. A new MANIFEST is still written at each open.
+    /// Default: false.
     pub reuse_logs: bool,
 }
 

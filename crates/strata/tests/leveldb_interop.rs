@@ -624,3 +624,66 @@ fn databases_move_between_strata_and_leveldb_with_default_options() {
         "strata reads a database LevelDB created"
     );
 }
+
+/// Set in a child process of `strata_and_leveldb_exclude_each_other_across_processes`: the
+/// database directory the child opens with LevelDB and holds until a file appears.
+const LOCK_CHILD_ENV: &str = "STRATA_TEST_LEVELDB_LOCK_CHILD";
+
+#[test]
+fn strata_and_leveldb_exclude_each_other_in_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let created = LevelDb::open_with(dir.path(), None, true).unwrap();
+    let err = strata::Db::open(dir.path(), strata::Options::default())
+        .expect_err("strata opened a database LevelDB holds");
+    assert!(matches!(err, strata::Error::Locked { .. }), "{err}");
+    drop(created);
+
+    let db = strata::Db::open(dir.path(), strata::Options::default()).unwrap();
+    let err = LevelDb::open(dir.path(), None)
+        .err()
+        .expect("LevelDB opened a database strata holds");
+    assert!(err.to_lowercase().contains("lock"), "{err}");
+    drop(db);
+    LevelDb::open(dir.path(), None).unwrap();
+}
+
+#[test]
+fn strata_and_leveldb_exclude_each_other_across_processes() {
+    if let Ok(dir) = std::env::var(LOCK_CHILD_ENV) {
+        // The child: hold LevelDB's lock until the parent says it is done.
+        let dir = Path::new(&dir);
+        let db = LevelDb::open_with(dir, None, true).unwrap();
+        write_file(&PosixEnv::new(), &dir.join("child-ready"), b"", true).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !dir.join("parent-done").exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        drop(db);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "strata_and_leveldb_exclude_each_other_across_processes",
+            "--nocapture",
+        ])
+        .env(LOCK_CHILD_ENV, dir.path())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !dir.path().join("child-ready").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the child never opened LevelDB"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let result = strata::Db::open(dir.path(), strata::Options::default());
+    write_file(&PosixEnv::new(), &dir.path().join("parent-done"), b"", true).unwrap();
+    assert!(child.wait().unwrap().success());
+    let err = result.expect_err("strata opened a database another process's LevelDB holds");
+    assert!(matches!(err, strata::Error::Locked { .. }), "{err}");
+    // Once the child has exited, strata opens it.
+    strata::Db::open(dir.path(), strata::Options::default()).unwrap();
+}

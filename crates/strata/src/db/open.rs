@@ -233,9 +233,38 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
     logs.sort();
     let mut edit = VersionEdit::default();
     let mut max_sequence = state.versions.last_sequence;
-    for &number in &logs {
-        replay_log(inner, &mut state, number, &mut edit, &mut max_sequence)?;
+    let mut reusable = None;
+    for (i, &number) in logs.iter().enumerate() {
+        let last = i + 1 == logs.len();
+        let reuse = last && inner.options.reuse_logs && !inner.read_only;
+        if reuse && !state.mem.is_empty() {
+            // The reused log's memtable must hold that log's entries only: the earlier logs
+            // become obsolete below, so their entries go to a table first.
+            let mem =
+                std::mem::replace(&mut state.mem, Arc::new(MemTable::new(inner.icmp.clone())));
+            if let Some(meta) = write_level0_table(inner, &mut state, &mem)? {
+                edit.new_files.push((0, meta));
+            }
+        }
+        let tables_before = edit.new_files.len();
+        let end = replay_log(inner, &mut state, number, &mut edit, &mut max_sequence)?;
         state.versions.mark_file_number_used(number);
+        // LevelDB's reuse_logs: keep appending to the last log, with its memtable, if its
+        // replay flushed nothing and it ends cleanly after its last record (appending after a
+        // torn or damaged tail would put damage in the middle of the log).
+        if reuse && edit.new_files.len() == tables_before {
+            match end {
+                Some(end)
+                    if end
+                        == inner
+                            .env
+                            .file_size(&filename::log_file(&inner.dir, number))? =>
+                {
+                    reusable = Some((number, end));
+                }
+                _ => info!(inner, "log {number} does not end cleanly; not reusing it"),
+            }
+        }
     }
     state.versions.last_sequence = state.versions.last_sequence.max(max_sequence);
     inner.visible_seqno.store(
@@ -248,38 +277,50 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
         inner.publish_view(&state);
         return Ok(());
     }
-    // Flush what the last log left in the memtable, so the new MANIFEST covers every log.
-    if !state.mem.is_empty() {
-        let mem = std::mem::replace(&mut state.mem, Arc::new(MemTable::new(inner.icmp.clone())));
-        let meta = write_level0_table(inner, &mut state, &mem)?;
-        if let Some(meta) = meta {
-            edit.new_files.push((0, meta));
+    let (log_number, log_writer) = match reusable {
+        Some((number, len)) => {
+            let path = filename::log_file(&inner.dir, number);
+            let file = inner.env.new_appendable_file(&path)?;
+            info!(inner, "reusing log {number} ({len} bytes) and its memtable");
+            (number, LogWriter::with_existing_len(file, len))
         }
-    }
-    let new_log = state.versions.new_file_number();
-    let file = inner
-        .env
-        .new_writable_file(&filename::log_file(&inner.dir, new_log))?;
-    // The MANIFEST switch below syncs the directory, making the new log's name durable too.
-    *inner.log.lock().unwrap_or_else(|e| e.into_inner()) = Some(LogWriter::new(file));
-    state.log_number = new_log;
-    edit.log_number = Some(new_log);
+        None => {
+            // Flush what the last log left in the memtable, so the MANIFEST covers every log.
+            if !state.mem.is_empty() {
+                let mem =
+                    std::mem::replace(&mut state.mem, Arc::new(MemTable::new(inner.icmp.clone())));
+                if let Some(meta) = write_level0_table(inner, &mut state, &mem)? {
+                    edit.new_files.push((0, meta));
+                }
+            }
+            let new_log = state.versions.new_file_number();
+            let file = inner
+                .env
+                .new_writable_file(&filename::log_file(&inner.dir, new_log))?;
+            // The MANIFEST switch below syncs the directory, making the new log's name durable.
+            (new_log, LogWriter::new(file))
+        }
+    };
+    *inner.log.lock().unwrap_or_else(|e| e.into_inner()) = Some(log_writer);
+    state.log_number = log_number;
+    edit.log_number = Some(log_number);
     edit.prev_log_number = Some(0);
     state.versions.log_and_apply(&mut edit)?;
     inner.publish_view(&state);
-    info!(inner, "recovered {} log(s); new log {new_log}", logs.len());
+    info!(inner, "recovered {} log(s); log {log_number}", logs.len());
     background::delete_obsolete_files(inner, &mut state);
     Ok(())
 }
 
 /// Replays one log into memtables, flushing full ones to level-0 tables (added to `edit`).
+/// Returns the offset just past the log's last record if nothing in it was damaged.
 fn replay_log(
     inner: &Arc<DbInner>,
     state: &mut DbState,
     number: u64,
     edit: &mut VersionEdit,
     max_sequence: &mut SeqNo,
-) -> Result<()> {
+) -> Result<Option<u64>> {
     let path = filename::log_file(&inner.dir, number);
     let file = inner.env.new_sequential_file(&path)?;
     let mode = if inner.options.paranoid_checks {
@@ -288,6 +329,7 @@ fn replay_log(
         ReadMode::Tolerant
     };
     let mut reader = LogReader::new(file, &path, mode);
+    let mut damaged = false;
     while let Some(record) = reader.next_record()? {
         let batch = match WriteBatch::decode(record) {
             Ok(b) => b,
@@ -303,6 +345,7 @@ fn replay_log(
                     return Err(e);
                 }
                 info!(inner, "ignoring a damaged log record: {e}");
+                damaged = true;
                 continue;
             }
         };
@@ -327,7 +370,7 @@ fn replay_log(
             c.reason
         );
     }
-    Ok(())
+    Ok((!damaged && reader.corruptions().is_empty()).then(|| reader.end_of_last_record()))
 }
 
 /// Inserts every operation of `batch` into `mem` at its seqnos.

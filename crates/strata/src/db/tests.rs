@@ -538,3 +538,81 @@ fn a_ranges_back_end_started_late_sees_the_same_state_as_its_front() {
     assert_eq!(rest[0].0, b"0299");
     assert!(rest.iter().all(|(_, v)| v == b"old"));
 }
+
+/// The database's files of one kind, by extension (`log`, `ldb`).
+fn files_named(env: &MemEnv, extension: &str) -> Vec<String> {
+    let mut names: Vec<String> = env
+        .children(Path::new(DIR))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(&format!(".{extension}")))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn reuse_logs_keeps_appending_to_the_last_log() {
+    let env = MemEnv::new();
+    let reuse = || Options {
+        reuse_logs: true,
+        ..options(&env)
+    };
+    let db = Db::open(DIR, reuse()).unwrap();
+    db.put(&w(), b"a", b"1").unwrap();
+    db.put(&w(), b"b", b"2").unwrap();
+    drop(db);
+    let log = files_named(&env, "log");
+    assert_eq!(log.len(), 1);
+    let len = env.file_size(&Path::new(DIR).join(&log[0])).unwrap();
+
+    // Reopened, the log and its memtable carry on: no table, no new log.
+    let db = Db::open(DIR, reuse()).unwrap();
+    assert_eq!(files_named(&env, "log"), log);
+    assert!(files_named(&env, "ldb").is_empty());
+    assert_eq!(db.get(&r(), b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    db.put(&w(), b"c", b"3").unwrap();
+    assert!(env.file_size(&Path::new(DIR).join(&log[0])).unwrap() > len);
+    drop(db);
+
+    // The log is an ordinary log: a default open replays it whole and starts a new one.
+    let db = Db::open(DIR, options(&env)).unwrap();
+    assert_ne!(files_named(&env, "log"), log);
+    assert_eq!(
+        scan(&db),
+        [
+            (b"a".to_vec(), b"1".to_vec()),
+            (b"b".to_vec(), b"2".to_vec()),
+            (b"c".to_vec(), b"3".to_vec())
+        ]
+    );
+}
+
+#[test]
+fn reuse_logs_does_not_append_after_a_torn_tail() {
+    let env = MemEnv::new();
+    let reuse = |paranoid_checks| Options {
+        reuse_logs: true,
+        paranoid_checks,
+        ..options(&env)
+    };
+    let db = Db::open(DIR, reuse(false)).unwrap();
+    db.put(&w(), b"kept", b"1").unwrap();
+    db.put(&w(), b"torn", b"2").unwrap();
+    drop(db);
+    let log = files_named(&env, "log");
+    let path = Path::new(DIR).join(&log[0]);
+    let bytes = crate::env::read_file_to_vec(&env, &path).unwrap();
+    // Cut the last record short, as a crash in the middle of its write leaves it.
+    crate::env::write_file(&env, &path, &bytes[..bytes.len() - 2], false).unwrap();
+
+    let db = Db::open(DIR, reuse(false)).unwrap();
+    assert_ne!(files_named(&env, "log"), log, "a torn log was reused");
+    assert_eq!(db.get(&r(), b"kept").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(db.get(&r(), b"torn").unwrap(), None);
+    db.put(&w(), b"after", b"3").unwrap();
+    drop(db);
+    // Nothing was appended after damage, so even a strict open finds none.
+    let db = Db::open(DIR, reuse(true)).unwrap();
+    assert_eq!(scan(&db).len(), 2);
+}

@@ -69,6 +69,8 @@ pub struct LogReader {
     scratch: Vec<u8>,
     /// File offset of the last record returned.
     last_record_offset: u64,
+    /// File offset just past the last record returned.
+    end_of_last_record: u64,
     corruptions: Vec<LogCorruption>,
 }
 
@@ -85,6 +87,7 @@ impl LogReader {
             eof: false,
             scratch: Vec::new(),
             last_record_offset: 0,
+            end_of_last_record: 0,
             corruptions: Vec::new(),
         }
     }
@@ -102,6 +105,13 @@ impl LogReader {
     /// The file offset of the first physical record of the last record returned.
     pub fn last_record_offset(&self) -> u64 {
         self.last_record_offset
+    }
+
+    /// The file offset just past the last record returned (0 before the first): where a writer
+    /// continuing this log would append. A log whose length is more than this after the last
+    /// record ends in a torn write or damage, and must not be appended to.
+    pub fn end_of_last_record(&self) -> u64 {
+        self.end_of_last_record
     }
 
     /// The next logical record, or `None` at the end of the log.
@@ -126,6 +136,7 @@ impl LogReader {
                             self.report(record_offset, bytes, "partial record without end")?;
                         }
                         self.last_record_offset = offset;
+                        self.end_of_last_record = self.buffer_offset(self.pos);
                         return Ok(Some(&self.buffer[start..end]));
                     }
                     RecordType::First => {
@@ -147,6 +158,7 @@ impl LogReader {
                         self.scratch.extend_from_slice(&self.buffer[start..end]);
                         if kind == RecordType::Last {
                             self.last_record_offset = record_offset;
+                            self.end_of_last_record = self.buffer_offset(self.pos);
                             return Ok(Some(&self.scratch));
                         }
                     }

@@ -294,3 +294,40 @@ fn every_truncation_yields_a_prefix_of_the_records() {
         assert_eq!(out[..], records[..out.len()], "cut at {cut}");
     }
 }
+
+#[test]
+fn end_of_last_record_is_where_a_continuing_writer_appends() {
+    // Records of every shape: small, block-filling, fragmented over several blocks.
+    let records = vec![
+        b"first".to_vec(),
+        big(BLOCK_SIZE - 20, 1),
+        big(3 * BLOCK_SIZE + 5, 2),
+        Vec::new(),
+    ];
+    let env = MemEnv::new();
+    let mut w = LogWriter::new(env.new_writable_file(Path::new(PATH)).unwrap());
+    let mut ends = Vec::new();
+    for r in &records {
+        w.add_record(r).unwrap();
+        ends.push(w.file_len());
+    }
+    let bytes = read_file_to_vec(&env, Path::new(PATH)).unwrap();
+    for cut in [bytes.len(), bytes.len() - 3] {
+        write_file(&env, Path::new(PATH), &bytes[..cut], false).unwrap();
+        let file = env.new_sequential_file(Path::new(PATH)).unwrap();
+        let mut r = LogReader::new(file, Path::new(PATH), ReadMode::Strict);
+        assert_eq!(r.end_of_last_record(), 0);
+        let mut seen = Vec::new();
+        while r.next_record().unwrap().is_some() {
+            seen.push(r.end_of_last_record());
+        }
+        if cut == bytes.len() {
+            assert_eq!(seen, ends);
+            assert_eq!(r.end_of_last_record(), bytes.len() as u64);
+        } else {
+            // The torn last record is not returned; the end stays after the one before it.
+            assert_eq!(seen, ends[..3]);
+            assert!(r.end_of_last_record() < cut as u64);
+        }
+    }
+}
