@@ -1,41 +1,48 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! strata: an embedded, persistent, ordered key-value store, on-disk compatible with LevelDB 1.23.
 //!
-//! This crate is being built bottom-up. The storage formats are in place: the file-system
-//! interface ([`Env`]), the write-ahead log ([`log`]), sorted tables ([`table`]), bloom filters
-//! ([`filter`]), caches ([`cache`]), write batches ([`WriteBatch`]) and MANIFEST records
-//! ([`version::VersionEdit`]). The database handle comes next.
+//! Keys and values are arbitrary byte strings, kept in key order (bytewise, or a
+//! [`Comparator`] of yours). A [`Db`] gives `put`, `get`, `delete`, atomic [`WriteBatch`]es,
+//! [`Snapshot`]s, cursors ([`DbIterator`]) and Rust iterators over ranges ([`RangeIter`]),
+//! forward and backward. Every write goes through a write-ahead log first; a write with
+//! [`WriteOptions::sync`] survives a power loss when it returns. Tables are Snappy-compressed,
+//! optionally carry bloom filters, and are merged by leveled compaction on a background thread.
+//! All file access goes through an [`Env`]: [`PosixEnv`] by default, [`MemEnv`] (with crash
+//! simulation) for tests.
+//!
+//! A database directory written by LevelDB 1.23 opens here, and one written here with default
+//! options opens in LevelDB. One process opens a database at a time (the `LOCK` file);
+//! within it, a `Db` is `Send + Sync`.
+//!
+//! The lower layers are public for tools and tests: the log format ([`log`]), tables
+//! ([`table`]), filters ([`filter`]), caches ([`cache`]), MANIFEST records ([`version`]).
 //!
 //! # Example
 //!
-//! Append records to a log and read them back, then simulate a power loss:
-//!
 //! ```
-//! use std::path::Path;
-//! use strata::log::{LogReader, LogWriter, ReadMode};
-//! use strata::{CrashMode, Env, MemEnv, WriteBatch};
-//!
-//! let env = MemEnv::new();
-//! env.create_dir_all(Path::new("/db"))?;
-//! let path = Path::new("/db/000003.log");
-//! let mut log = LogWriter::new(env.new_writable_file(path)?);
+//! use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+//! # let dir = tempfile::tempdir().unwrap();
+//! let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+//! db.put(&WriteOptions::default(), b"apple", b"red")?;
 //! let mut batch = WriteBatch::new();
-//! batch.put(b"apple", b"red");
-//! log.add_record(batch.encoded())?;
-//! log.sync()?;
-//! env.sync_dir(Path::new("/db"))?;
-//! log.add_record(b"not synced")?;
+//! batch.put(b"banana", b"yellow");
+//! batch.put(b"cherry", b"dark red");
+//! db.write(&WriteOptions { sync: true }, batch)?;
 //!
-//! env.crash(CrashMode::POWER_LOSS);
-//! let mut reader = LogReader::new(env.new_sequential_file(path)?, path, ReadMode::Strict);
-//! let record = reader.next_record()?.expect("the synced record survives");
-//! assert_eq!(WriteBatch::decode(record)?.count(), 1);
-//! assert!(reader.next_record()?.is_none());
+//! let snapshot = db.snapshot();
+//! db.delete(&WriteOptions::default(), b"apple")?;
+//! let now = ReadOptions::default();
+//! let then = ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() };
+//! assert_eq!(db.get(&now, b"apple")?, None);
+//! assert_eq!(db.get(&then, b"apple")?.as_deref(), Some(&b"red"[..]));
+//!
+//! let newest_first: Vec<Vec<u8>> =
+//!     db.scan(&then)?.rev().map(|item| item.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+//! assert_eq!(newest_first, [b"cherry".to_vec(), b"banana".to_vec(), b"apple".to_vec()]);
 //! # Ok::<(), strata::Error>(())
 //! ```
 
 mod batch;
-// TODO(#3): the database layer uses these; until then only their tests do.
 pub mod cache;
 pub mod coding;
 mod compaction;
@@ -43,14 +50,12 @@ mod comparator;
 mod db;
 pub mod env;
 mod error;
-#[allow(dead_code)]
 mod filename;
 pub mod filter;
 mod info_log;
 pub mod iter;
 pub mod key;
 pub mod log;
-#[allow(dead_code)]
 mod memtable;
 mod options;
 mod repair;

@@ -93,12 +93,12 @@ impl TableCache {
     }
 
     fn open(&self, file_number: u64, file_size: u64) -> Result<Arc<Table>> {
-        let ldb = self.dir.join(format!("{file_number:06}.ldb"));
+        let ldb = crate::filename::table_file(&self.dir, file_number);
         let (path, file) = match self.env.new_random_access_file(&ldb) {
             Ok(file) => (ldb, file),
             Err(e) if e.is_not_found() => {
                 // LevelDB before 1.14 named tables `.sst`.
-                let sst = self.dir.join(format!("{file_number:06}.sst"));
+                let sst = crate::filename::sst_table_file(&self.dir, file_number);
                 match self.env.new_random_access_file(&sst) {
                     Ok(file) => (sst, file),
                     Err(_) => return Err(e),

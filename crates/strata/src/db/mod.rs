@@ -190,6 +190,20 @@ impl Db {
     /// - [`Error::Corruption`] if `CURRENT`, the MANIFEST or (with `paranoid_checks`) a log is
     ///   damaged, or a table it lists is missing;
     /// - [`Error::Io`] for file-system failures.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put(&WriteOptions::default(), b"k", b"v")?;
+    /// drop(db);
+    /// // Reopened, it holds what was written; a second handle at once is refused.
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// assert!(matches!(Db::open(dir.path(), Options::default()), Err(strata::Error::Locked { .. })));
+    /// assert_eq!(db.get(&ReadOptions::default(), b"k")?.as_deref(), Some(&b"v"[..]));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         open::open(path.as_ref(), options, false).map(|inner| Db { inner })
     }
@@ -201,11 +215,36 @@ impl Db {
     /// It takes a shared lock on `LOCK`: several read-only handles may be open at once, but not
     /// alongside a writer (strata's or LevelDB's), which would fail with [`Error::Locked`], as
     /// this open does while a writer holds the database.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put(&WriteOptions::default(), b"k", b"v")?;
+    /// drop(db);
+    /// let reader = Db::open_read_only(dir.path(), Options::default())?;
+    /// let another = Db::open_read_only(dir.path(), Options::default())?;
+    /// assert_eq!(another.get(&ReadOptions::default(), b"k")?.as_deref(), Some(&b"v"[..]));
+    /// assert!(reader.put(&WriteOptions::default(), b"k", b"w").is_err());
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         open::open(path.as_ref(), options, true).map(|inner| Db { inner })
     }
 
     /// Sets `key` to `value`.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put(&WriteOptions::default(), b"apple", b"red")?;
+    /// db.put(&WriteOptions { sync: true }, b"apple", b"green")?; // durable when it returns
+    /// assert_eq!(db.get(&ReadOptions::default(), b"apple")?.as_deref(), Some(&b"green"[..]));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn put(&self, options: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
         let mut batch = WriteBatch::with_capacity(key.len() + value.len() + 11);
         batch.put(key, value);
@@ -213,6 +252,18 @@ impl Db {
     }
 
     /// Deletes `key` (not an error if it is absent).
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put(&WriteOptions::default(), b"apple", b"red")?;
+    /// db.delete(&WriteOptions::default(), b"apple")?;
+    /// db.delete(&WriteOptions::default(), b"never written")?;
+    /// assert_eq!(db.get(&ReadOptions::default(), b"apple")?, None);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn delete(&self, options: &WriteOptions, key: &[u8]) -> Result<()> {
         let mut batch = WriteBatch::with_capacity(key.len() + 6);
         batch.delete(key);
@@ -226,6 +277,21 @@ impl Db {
     /// [`Error::InvalidArgument`] for a key or value over the size limits (nothing is applied);
     /// the error of an earlier failed log write or background job (the database is then
     /// read-only until reopened); the log's write or sync error.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put(&WriteOptions::default(), b"from", b"10")?;
+    /// // Move a balance in one atomic step.
+    /// let mut batch = strata::WriteBatch::new();
+    /// batch.put(b"from", b"0");
+    /// batch.put(b"to", b"10");
+    /// db.write(&WriteOptions { sync: true }, batch)?;
+    /// assert_eq!(db.get(&ReadOptions::default(), b"to")?.as_deref(), Some(&b"10"[..]));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn write(&self, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
         write::write(&self.inner, options, batch)
     }
@@ -235,6 +301,17 @@ impl Db {
     /// # Errors
     /// [`Error::Corruption`] if a block it reads is damaged; [`Error::Io`] if reading fails;
     /// [`Error::InvalidArgument`] for a snapshot of another database.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put(&WriteOptions::default(), b"apple", b"red")?;
+    /// assert_eq!(db.get(&ReadOptions::default(), b"apple")?, Some(b"red".to_vec()));
+    /// assert_eq!(db.get(&ReadOptions::default(), b"pear")?, None);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn get(&self, options: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let inner = &self.inner;
         let seqno = inner.read_seqno(options)?;
@@ -269,6 +346,20 @@ impl Db {
 
     /// A snapshot of the current state; reads given it see exactly the writes made before this
     /// call. Released when dropped.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put(&WriteOptions::default(), b"k", b"before")?;
+    /// let snapshot = db.snapshot();
+    /// db.put(&WriteOptions::default(), b"k", b"after")?;
+    /// let at_snapshot = ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() };
+    /// assert_eq!(db.get(&at_snapshot, b"k")?.as_deref(), Some(&b"before"[..]));
+    /// assert_eq!(db.get(&ReadOptions::default(), b"k")?.as_deref(), Some(&b"after"[..]));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn snapshot(&self) -> Snapshot {
         // Under the state mutex, so that a compaction starting now sees the snapshot.
         let _state = self.inner.lock_state();
@@ -277,6 +368,23 @@ impl Db {
     }
 
     /// A cursor over the database as of `options.snapshot` (or now). See [`DbIterator`].
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// for k in ["a", "b", "c"] {
+    ///     db.put(&WriteOptions::default(), k.as_bytes(), b"v")?;
+    /// }
+    /// let mut it = db.iter(&ReadOptions::default())?;
+    /// it.seek_to_last();
+    /// assert_eq!(it.key(), b"c");
+    /// it.prev();
+    /// assert_eq!(it.key(), b"b");
+    /// it.status()?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn iter(&self, options: &ReadOptions<'_>) -> Result<DbIterator> {
         iter::new_iterator(&self.inner, options)
     }
@@ -284,6 +392,25 @@ impl Db {
     /// The entries with keys in `range`, in key order; `.rev()` for descending order. Bounds
     /// are anything that is `AsRef<[u8]>`: `db.range(&ro, b"a".as_slice()..b"m".as_slice())`,
     /// or `Vec<u8>` bounds. For every entry, use [`scan`](Self::scan).
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// for k in ["a", "b", "c", "d"] {
+    ///     db.put(&WriteOptions::default(), k.as_bytes(), b"v")?;
+    /// }
+    /// let keys = |r: strata::RangeIter| -> Result<Vec<Vec<u8>>, strata::Error> {
+    ///     r.map(|item| item.map(|(k, _)| k)).collect()
+    /// };
+    /// let ro = ReadOptions::default();
+    /// assert_eq!(keys(db.range(&ro, b"b".as_slice()..b"d".as_slice())?)?, [b"b", b"c"]);
+    /// assert_eq!(keys(db.range(&ro, b"c".as_slice()..)?)?, [b"c", b"d"]);
+    /// let descending: Vec<_> = db.range(&ro, ..=b"b".as_slice())?.rev().collect::<Result<_, _>>()?;
+    /// assert_eq!(descending[0].0, b"b");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
         &self,
         options: &ReadOptions<'_>,
@@ -295,12 +422,36 @@ impl Db {
     }
 
     /// Every entry, in key order; `.rev()` for descending order.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put(&WriteOptions::default(), b"a", b"1")?;
+    /// db.put(&WriteOptions::default(), b"b", b"2")?;
+    /// let all: Vec<(Vec<u8>, Vec<u8>)> = db.scan(&ReadOptions::default())?.collect::<Result<_, _>>()?;
+    /// assert_eq!(all, [(b"a".to_vec(), b"1".to_vec()), (b"b".to_vec(), b"2".to_vec())]);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn scan(&self, options: &ReadOptions<'_>) -> Result<RangeIter> {
         use std::ops::Bound;
         RangeIter::new(&self.inner, options, Bound::Unbounded, Bound::Unbounded)
     }
 
     /// The entries whose keys start with `prefix`, in key order; `.rev()` for descending order.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// for k in ["user:1", "user:2", "vendor:1"] {
+    ///     db.put(&WriteOptions::default(), k.as_bytes(), b"v")?;
+    /// }
+    /// assert_eq!(db.prefix(&ReadOptions::default(), b"user:")?.count(), 2);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn prefix(&self, options: &ReadOptions<'_>, prefix: &[u8]) -> Result<RangeIter> {
         use std::ops::Bound;
         let end = prefix_successor(prefix).map_or(Bound::Unbounded, Bound::Excluded);
@@ -310,6 +461,19 @@ impl Db {
     /// Compacts the key range `[begin, end]` (open ends for `None`): flushes the memtable and
     /// merges every level's files in the range down to the deepest level holding any, dropping
     /// overwritten and deleted entries no snapshot needs.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// for i in 0..1000u32 {
+    ///     db.put(&WriteOptions::default(), &i.to_be_bytes(), b"value")?;
+    /// }
+    /// db.compact_range(None, None)?; // everything, into one sorted level
+    /// assert_eq!(db.property("leveldb.num-files-at-level0").as_deref(), Some("0"));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         background::compact_range(&self.inner, begin, end)
     }
@@ -317,17 +481,57 @@ impl Db {
     /// The value of a named property, or `None` for an unknown name. Understands LevelDB's
     /// `leveldb.num-files-at-level<N>`, `leveldb.stats`, `leveldb.sstables` and
     /// `leveldb.approximate-memory-usage`.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put(&WriteOptions::default(), b"k", b"v")?;
+    /// db.compact_range(None, None)?;
+    /// let files: usize = (0..7)
+    ///     .map(|level| db.property(&format!("leveldb.num-files-at-level{level}")).unwrap())
+    ///     .map(|n| n.parse::<usize>().unwrap())
+    ///     .sum();
+    /// assert_eq!(files, 1);
+    /// println!("{}", db.property("leveldb.stats").unwrap());
+    /// assert_eq!(db.property("no.such.property"), None);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn property(&self, name: &str) -> Option<String> {
         properties::property(&self.inner, name)
     }
 
     /// For each range `[start, end)`, the approximate bytes of table data the keys in it take.
     /// Data still in memtables is not counted.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// for i in 0..10_000u32 {
+    ///     db.put(&WriteOptions::default(), format!("{i:05}").as_bytes(), &[i as u8; 100])?;
+    /// }
+    /// db.compact_range(None, None)?;
+    /// let sizes = db.approximate_sizes(&[(b"00000", b"05000"), (b"x", b"y")]);
+    /// assert!(sizes[0] > 50_000 && sizes[1] == 0, "{sizes:?}");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Vec<u64> {
         properties::approximate_sizes(&self.inner, ranges)
     }
 
     /// The directory the database lives in.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// assert_eq!(db.path(), dir.path());
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn path(&self) -> &Path {
         &self.inner.dir
     }

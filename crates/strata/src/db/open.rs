@@ -384,6 +384,21 @@ pub(crate) fn insert_batch(mem: &MemTable, batch: &WriteBatch) -> Result<()> {
 ///
 /// # Errors
 /// [`Error::Locked`] if the database is open; I/O errors.
+///
+/// # Example
+///
+/// ```
+/// use strata::{Db, Options, WriteOptions};
+/// # let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("scratch");
+/// let db = Db::open(&path, Options { create_if_missing: true, ..Options::default() })?;
+/// db.put(&WriteOptions::default(), b"k", b"v")?;
+/// assert!(strata::destroy(&path, &Options::default()).is_err()); // still open
+/// drop(db);
+/// strata::destroy(&path, &Options::default())?;
+/// assert!(!path.exists());
+/// # Ok::<(), strata::Error>(())
+/// ```
 pub fn destroy(path: impl AsRef<Path>, options: &Options) -> Result<()> {
     let dir = path.as_ref();
     let env = &options.env;

@@ -41,6 +41,7 @@ impl MemTable {
         }
     }
 
+    #[cfg(test)]
     /// Adds an entry. `seqno` must not have been used in this memtable before.
     pub(crate) fn add(&self, seqno: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
         self.list.insert(user_key, pack_tag(seqno, kind), value);

@@ -277,6 +277,7 @@ impl SkipList {
         }
     }
 
+    #[cfg(test)]
     /// Inserts the entry `user_key ‖ fixed64(tag) → value`. Inserts are serialized; readers
     /// are never blocked.
     ///
