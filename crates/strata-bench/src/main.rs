@@ -2,37 +2,52 @@
 //! db_bench: LevelDB's benchmark suite, run on strata and, with cargo features, on its peers.
 //!
 //! `cargo run --release --bin db_bench` runs the baseline suite on strata in a temporary
-//! directory. `--engine=leveldb` (feature `leveldb`) runs the same suite, with the same key and
-//! value generator and timing loop, on LevelDB 1.23.
+//! directory. `--engine=NAME` runs the same suite, with the same key and value generator and
+//! timing loop, on another engine built in with its cargo feature (`--features peers` builds
+//! them all). `--compare` runs the benchmark reports' configurations on every engine and writes
+//! an HTML report with charts and a Markdown table (see `compare.rs`).
 
+mod compare;
 mod engine;
 mod generator;
+mod histogram;
 mod report;
 mod suite;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
+
+/// LevelDB's default suite, as its db_bench runs it, plus the benchmarks the reports added.
+const DEFAULT_BENCHMARKS: &str = "fillseq,fillsync,fillrandom,overwrite,fillbatch,readrandom,\
+readseq,readreverse,compact,readrandom,readseq,readreverse,readmissing,readhot,seekrandom,\
+fill100K";
+
+/// The order in which random benchmarks visit keys.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyOrder {
+    /// A permutation of all keys, each visited once (Symas's 2012 report).
+    Shuffle,
+    /// Independent uniform draws, with repeats (LevelDB's db_bench, the 2011 report).
+    Uniform,
+}
 
 /// Command-line flags, spelled as LevelDB's db_bench spells them.
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "db_bench",
-    about = "LevelDB's benchmark suite, run on strata",
+    about = "LevelDB's benchmark suite, run on strata and its peers",
     rename_all = "snake_case"
 )]
 pub struct Flags {
-    /// Comma-separated benchmarks to run, in order.
-    #[arg(
-        long,
-        default_value = "fillseq,fillrandom,overwrite,fillbatch,readrandom,readseq,readreverse"
-    )]
+    /// Comma-separated benchmarks to run, in order (`--list` names them all).
+    #[arg(long, default_value = DEFAULT_BENCHMARKS)]
     pub benchmarks: String,
-    /// The engine to run: strata, or (with the matching cargo feature) leveldb.
+    /// The engine to run: strata, or a peer built in with its cargo feature.
     #[arg(long, default_value = "strata")]
     pub engine: String,
     /// Number of entries.
     #[arg(long, default_value_t = 1_000_000)]
     pub num: u64,
-    /// Number of reads for read benchmarks; negative means --num.
+    /// Number of reads per thread for read benchmarks; negative means --num.
     #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     pub reads: i64,
     /// Key size in bytes.
@@ -44,35 +59,93 @@ pub struct Flags {
     /// How well values compress (compressed size / raw size).
     #[arg(long, default_value_t = 0.5)]
     pub compression_ratio: f64,
-    /// Block cache size in bytes.
+    /// Block (or page) cache size in bytes.
     #[arg(long, default_value_t = 4 << 20)]
     pub cache_size: usize,
-    /// Memtable size in bytes.
+    /// Memtable size in bytes (log-structured engines).
     #[arg(long, default_value_t = 4 << 20)]
     pub write_buffer_size: usize,
     /// Bloom filter bits per key; negative means no filter.
     #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     pub bloom_bits: i64,
-    /// Store blocks uncompressed.
+    /// Store data uncompressed.
     #[arg(long)]
     pub no_compression: bool,
     /// Do not verify block checksums on reads (LevelDB's default; strata verifies).
     #[arg(long)]
     pub no_verify_checksums: bool,
+    /// Use the database already in --db instead of starting fresh; fill benchmarks are
+    /// skipped.
+    #[arg(long)]
+    pub use_existing_db: bool,
+    /// Print a latency histogram under each benchmark.
+    #[arg(long)]
+    pub histogram: bool,
+    /// Threads that run each benchmark at once (readwhilewriting: the readers).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Key order of the random benchmarks.
+    #[arg(long, value_enum, default_value_t = KeyOrder::Shuffle)]
+    pub key_order: KeyOrder,
+    /// Print the results as one JSON document instead of the text report.
+    #[arg(long)]
+    pub json: bool,
     /// Directory for the databases (default: a new temporary directory, removed at the end).
+    /// Each engine uses a subdirectory named after it.
     #[arg(long)]
     pub db: Option<std::path::PathBuf>,
+    /// List the benchmarks and the engines of this build, and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Run the reports' configurations on every engine of this build (or --engines) and write
+    /// the report to --report_dir.
+    #[arg(long)]
+    pub compare: bool,
+    /// With --compare: the engines to compare (default: every engine of this build).
+    #[arg(long, value_delimiter = ',')]
+    pub engines: Vec<String>,
+    /// With --compare: runs per configuration and engine; the report holds medians.
+    #[arg(long, default_value_t = 1)]
+    pub runs: usize,
+    /// With --compare: where to write index.html, the charts, report.md and results.json.
+    #[arg(long, default_value = "target/report")]
+    pub report_dir: std::path::PathBuf,
 }
 
 impl Flags {
-    /// Reads for read benchmarks.
+    /// Reads per thread for read benchmarks.
     pub fn reads(&self) -> u64 {
         u64::try_from(self.reads).unwrap_or(self.num)
+    }
+
+    pub fn engine_config(&self) -> engine::EngineConfig {
+        engine::EngineConfig {
+            cache_size: self.cache_size,
+            write_buffer_size: self.write_buffer_size,
+            bloom_bits: usize::try_from(self.bloom_bits).ok(),
+            compression: !self.no_compression,
+            verify_checksums: !self.no_verify_checksums,
+        }
     }
 }
 
 fn main() {
     let flags = Flags::parse();
+    if flags.list {
+        println!("benchmarks:");
+        for (name, what) in suite::BENCHMARKS {
+            println!("  {name:<16} {what}");
+        }
+        println!("engines in this build: {}", engine::available().join(", "));
+        return;
+    }
+    if flags.compare {
+        if let Err(e) = compare::run(&flags) {
+            eprintln!("db_bench: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let tmp;
     let dir = match &flags.db {
         Some(d) => d.clone(),
@@ -87,12 +160,46 @@ fn main() {
             }
         },
     };
-    report::print_header(&flags, &flags.engine);
-    if let Err(e) = suite::run(&flags, &dir) {
-        eprintln!("db_bench: {e}");
-        std::process::exit(1);
+    if !flags.json {
+        report::print_header(&flags, &flags.engine);
     }
-    if let Some(kib) = suite::peak_rss_kib() {
+    let mut runner = suite::Runner::new(&flags, &flags.engine, &dir);
+    let result = runner.run_all(|o| {
+        if !flags.json {
+            report::print_outcome(o)
+        }
+    });
+    drop(runner);
+    let outcomes = match result {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("db_bench: {e}");
+            std::process::exit(1);
+        }
+    };
+    let peak = suite::peak_rss_kib();
+    if flags.json {
+        let run = report::JsonRun {
+            engine: flags.engine.clone(),
+            num: flags.num,
+            key_size: flags.key_size,
+            value_size: flags.value_size,
+            threads: flags.threads,
+            key_order: format!("{:?}", flags.key_order).to_lowercase(),
+            cache_size: flags.cache_size,
+            write_buffer_size: flags.write_buffer_size,
+            compression: !flags.no_compression,
+            results: outcomes.iter().map(report::JsonOutcome::from).collect(),
+            peak_memory_bytes: peak.map(|kib| kib * 1024),
+        };
+        match serde_json::to_string_pretty(&run) {
+            Ok(text) => println!("{text}"),
+            Err(e) => {
+                eprintln!("db_bench: {e}");
+                std::process::exit(1);
+            }
+        }
+    } else if let Some(kib) = peak {
         println!("peak memory: {:.1} MB", kib as f64 / 1024.0);
     }
 }

@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! The report, printed as LevelDB's db_bench prints it.
+//! The report, printed as LevelDB's db_bench prints it, or as JSON with `--json`; and progress
+//! on stderr for long runs.
 
-use std::time::Duration;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
+use serde::Serialize;
+
+use crate::histogram::Histogram;
 use crate::Flags;
 
-/// Prints the header: sizes of keys, values and entries, and the raw and estimated file sizes.
+/// Prints the header: the engine, sizes of keys, values and entries, and the raw and estimated
+/// file sizes.
 pub fn print_header(flags: &Flags, engine: &str) {
-    let entry = (flags.key_size + flags.value_size) as f64;
-    let raw_mb = entry * flags.num as f64 / 1_048_576.0;
-    let compressed = (flags.key_size as f64 + flags.value_size as f64 * flags.compression_ratio)
-        * flags.num as f64
-        / 1_048_576.0;
     println!("Engine:     {engine}");
     println!("Keys:       {} bytes each", flags.key_size);
     println!(
@@ -20,40 +22,272 @@ pub fn print_header(flags: &Flags, engine: &str) {
         (flags.value_size as f64 * flags.compression_ratio) as u64
     );
     println!("Entries:    {}", flags.num);
-    println!("RawSize:    {raw_mb:.1} MB (estimated)");
-    println!("FileSize:   {compressed:.1} MB (estimated)");
+    println!("RawSize:    {:.1} MB (estimated)", raw_mb(flags));
+    println!("FileSize:   {:.1} MB (estimated)", file_mb(flags));
+    if flags.threads > 1 {
+        println!("Threads:    {}", flags.threads);
+    }
     if cfg!(debug_assertions) {
         println!("WARNING: Optimization is disabled: benchmarks unnecessarily slow");
     }
     println!("------------------------------------------------");
 }
 
+fn raw_mb(flags: &Flags) -> f64 {
+    (flags.key_size + flags.value_size) as f64 * flags.num as f64 / 1_048_576.0
+}
+
+fn file_mb(flags: &Flags) -> f64 {
+    (flags.key_size as f64 + flags.value_size as f64 * flags.compression_ratio) * flags.num as f64
+        / 1_048_576.0
+}
+
 /// One benchmark's result.
+#[derive(Debug, Clone)]
 pub struct Outcome {
-    pub name: &'static str,
+    pub name: String,
     pub ops: u64,
     pub elapsed: Duration,
     /// Bytes of keys and values moved, for MB/s; 0 to leave it out.
     pub bytes: u64,
     /// Free text after the figures, as db_bench prints it (for example "(1000 of 1000 found)").
     pub note: String,
+    /// Keys found, for reads and seeks.
+    pub found: Option<u64>,
+    /// Disk space of the database afterwards, for writes and compaction.
+    pub db_bytes: Option<u64>,
+    pub histogram: Option<Histogram>,
+    /// Not run (or not timed): only the note is printed.
+    pub skipped: bool,
+    /// Threads that shared the work: micros/op is per thread, as LevelDB reports it.
+    pub threads: usize,
 }
 
-/// Prints one result line: `name : micros/op; MB/s; note`.
-pub fn print_outcome(o: &Outcome) {
-    let secs = o.elapsed.as_secs_f64();
-    let micros_per_op = secs * 1e6 / o.ops.max(1) as f64;
-    let mut line = format!("{:<12} : {:>11.3} micros/op;", o.name, micros_per_op);
-    if o.bytes > 0 && secs > 0.0 {
-        line.push_str(&format!(
-            " {:>6.1} MB/s",
-            o.bytes as f64 / 1_048_576.0 / secs
-        ));
+impl Outcome {
+    /// A benchmark that ran once, as one operation.
+    pub fn single(name: &str, elapsed: Duration) -> Self {
+        Outcome {
+            name: name.to_owned(),
+            ops: 1,
+            elapsed,
+            bytes: 0,
+            note: String::new(),
+            found: None,
+            db_bytes: None,
+            histogram: None,
+            skipped: false,
+            threads: 1,
+        }
     }
-    line.push_str(&format!(" {:>10.0} ops/sec", o.ops as f64 / secs.max(1e-9)));
+
+    /// A line that carries only a note (a skipped benchmark, or `stats`).
+    pub fn skipped(name: &str, note: &str) -> Self {
+        Outcome {
+            ops: 0,
+            note: note.to_owned(),
+            skipped: true,
+            ..Outcome::single(name, Duration::ZERO)
+        }
+    }
+
+    /// Wall time per operation of one thread (LevelDB's micros/op).
+    pub fn micros_per_op(&self) -> f64 {
+        self.elapsed.as_secs_f64() * 1e6 * self.threads.max(1) as f64 / self.ops.max(1) as f64
+    }
+
+    pub fn ops_per_sec(&self) -> f64 {
+        self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    pub fn mb_per_sec(&self) -> Option<f64> {
+        let secs = self.elapsed.as_secs_f64();
+        (self.bytes > 0 && secs > 0.0).then(|| self.bytes as f64 / 1_048_576.0 / secs)
+    }
+}
+
+/// Prints one result line, `name : micros/op; MB/s; ops/sec; note`, then the histogram if any.
+pub fn print_outcome(o: &Outcome) {
+    if o.skipped {
+        println!("{:<12} : {}", o.name, o.note);
+        return;
+    }
+    let mut line = format!("{:<12} : {:>11.3} micros/op;", o.name, o.micros_per_op());
+    if let Some(mb) = o.mb_per_sec() {
+        line.push_str(&format!(" {mb:>6.1} MB/s"));
+    }
+    line.push_str(&format!(" {:>10.0} ops/sec", o.ops_per_sec()));
     if !o.note.is_empty() {
         line.push(' ');
         line.push_str(&o.note);
     }
+    if let Some(bytes) = o.db_bytes {
+        line.push_str(&format!(" (db {:.1} MB)", bytes as f64 / 1_048_576.0));
+    }
     println!("{line}");
+    if let Some(h) = &o.histogram {
+        println!("{}", h.report());
+    }
+}
+
+/// Latency percentiles, in microseconds, for JSON.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct Latency {
+    pub average: f64,
+    pub p50: f64,
+    pub p75: f64,
+    pub p99: f64,
+    pub p99_9: f64,
+    pub p99_99: f64,
+}
+
+/// One benchmark's result, as `--json` writes it.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct JsonOutcome {
+    pub name: String,
+    pub ops: u64,
+    pub seconds: f64,
+    pub micros_per_op: f64,
+    pub ops_per_sec: f64,
+    pub mb_per_sec: Option<f64>,
+    pub found: Option<u64>,
+    pub db_bytes: Option<u64>,
+    pub latency: Option<Latency>,
+    pub note: String,
+    pub skipped: bool,
+}
+
+/// A whole run, as `--json` writes it.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct JsonRun {
+    pub engine: String,
+    pub num: u64,
+    pub key_size: usize,
+    pub value_size: usize,
+    pub threads: usize,
+    pub key_order: String,
+    pub cache_size: usize,
+    pub write_buffer_size: usize,
+    pub compression: bool,
+    pub results: Vec<JsonOutcome>,
+    pub peak_memory_bytes: Option<u64>,
+}
+
+impl From<&Outcome> for JsonOutcome {
+    fn from(o: &Outcome) -> Self {
+        JsonOutcome {
+            name: o.name.clone(),
+            ops: o.ops,
+            seconds: o.elapsed.as_secs_f64(),
+            micros_per_op: o.micros_per_op(),
+            ops_per_sec: o.ops_per_sec(),
+            mb_per_sec: o.mb_per_sec(),
+            found: o.found,
+            db_bytes: o.db_bytes,
+            latency: o.histogram.as_ref().map(|h| Latency {
+                average: h.average(),
+                p50: h.percentile(50.0),
+                p75: h.percentile(75.0),
+                p99: h.percentile(99.0),
+                p99_9: h.percentile(99.9),
+                p99_99: h.percentile(99.99),
+            }),
+            note: o.note.clone(),
+            skipped: o.skipped,
+        }
+    }
+}
+
+/// Progress of one benchmark on stderr: a bar redrawn in place when stderr is a terminal;
+/// otherwise a line at each tenth, and only for runs of a million operations or more.
+pub struct Progress {
+    name: String,
+    total: u64,
+    done: AtomicU64,
+    /// The next count at which to report.
+    next_report: AtomicU64,
+    step: u64,
+    terminal: bool,
+    start: Instant,
+}
+
+impl Progress {
+    pub fn new(name: &str, total: u64) -> Self {
+        let terminal = std::io::stderr().is_terminal();
+        let step = if terminal {
+            (total / 100).max(1)
+        } else if total >= 1_000_000 {
+            total / 10
+        } else {
+            u64::MAX
+        };
+        Progress {
+            name: name.to_owned(),
+            total,
+            done: AtomicU64::new(0),
+            next_report: AtomicU64::new(step),
+            step,
+            terminal,
+            start: Instant::now(),
+        }
+    }
+
+    /// Counts `n` more operations done.
+    #[inline]
+    pub fn add(&self, n: u64) {
+        let done = self.done.fetch_add(n, Ordering::Relaxed) + n;
+        if done >= self.next_report.load(Ordering::Relaxed) {
+            self.report(done);
+        }
+    }
+
+    #[cold]
+    fn report(&self, done: u64) {
+        let next = self.next_report.load(Ordering::Relaxed);
+        if done < next
+            || self
+                .next_report
+                .compare_exchange(
+                    next,
+                    next.saturating_add(self.step),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+        {
+            return;
+        }
+        let fraction = done as f64 / self.total.max(1) as f64;
+        let mut err = std::io::stderr().lock();
+        if self.terminal {
+            let filled = (fraction * 40.0).round() as usize;
+            let _ = write!(
+                err,
+                "\r{:<12} [{}{}] {:>3.0}% {:>8.1}s",
+                self.name,
+                "#".repeat(filled.min(40)),
+                " ".repeat(40 - filled.min(40)),
+                fraction * 100.0,
+                self.start.elapsed().as_secs_f64()
+            );
+        } else {
+            let _ = writeln!(
+                err,
+                "... {}: finished {done} of {} ops ({:.0}%, {:.1}s)",
+                self.name,
+                self.total,
+                fraction * 100.0,
+                self.start.elapsed().as_secs_f64()
+            );
+        }
+        let _ = err.flush();
+    }
+
+    /// Clears the bar.
+    pub fn finish(&self) {
+        if self.terminal && self.done.load(Ordering::Relaxed) >= self.step {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r{:78}\r", "");
+            let _ = err.flush();
+        }
+    }
 }

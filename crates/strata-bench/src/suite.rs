@@ -1,240 +1,681 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! The benchmarks, run on any [`Engine`] with the same generator and timing loop.
 //!
-//! Semantics follow LevelDB's db_bench: every `fill*` benchmark starts from an empty database;
-//! `overwrite` and the reads use the database as the previous benchmark left it (or fill it
-//! first, sequentially, if there is none yet).
+//! Semantics follow LevelDB's db_bench: every `fill*` benchmark starts from an empty database
+//! (and is skipped with `--use_existing_db`); `overwrite`, the reads and the deletes use the
+//! database as the previous benchmark left it (or fill it first, sequentially, if there is
+//! none). With `--threads=N`, each of N threads runs the whole benchmark on the shared engine
+//! and the reported rate is all threads' operations over the wall time.
+//!
+//! Random benchmarks draw keys per `--key_order`: `shuffle` (the 2012 report's fix) visits a
+//! permutation of all `--num` keys, each once; `uniform` (the 2011 report's db_bench) draws each
+//! key independently, so some repeat and about a third are never visited.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use crate::engine::{self, Engine, EngineConfig, EngineResult};
 use crate::generator::{make_key, ValueGenerator};
-use crate::report::{print_outcome, Outcome};
-use crate::Flags;
+use crate::histogram::Histogram;
+use crate::report::{Outcome, Progress};
+use crate::{Flags, KeyOrder};
 
-/// The benchmark names this suite runs.
-pub const BENCHMARKS: &[&str] = &[
-    "fillseq",
-    "fillsync",
-    "fillrandom",
-    "overwrite",
-    "fillbatch",
-    "readrandom",
-    "readmissing",
-    "readseq",
-    "readreverse",
-    "compact",
+/// Every benchmark name the suite knows, with what it does.
+pub const BENCHMARKS: &[(&str, &str)] = &[
+    (
+        "fillseq",
+        "write --num values in sequential key order into a new database",
+    ),
+    (
+        "fillrandom",
+        "write --num values in random key order into a new database",
+    ),
+    (
+        "fillsync",
+        "write --num/1000 values in random order, each synced (durable)",
+    ),
+    (
+        "fillseqsync",
+        "write --num/1000 values in sequential order, each synced",
+    ),
+    ("overwrite", "overwrite --num values in random key order"),
+    (
+        "fillbatch",
+        "write --num values in sequential order, in batches of 1000",
+    ),
+    ("fillseqbatch", "the same as fillbatch"),
+    (
+        "fillrandbatch",
+        "write --num values in random order, in batches of 1000",
+    ),
+    (
+        "fill100K",
+        "write --num/1000 values of 100,000 bytes in random order",
+    ),
+    (
+        "fillseq100K",
+        "write --num/1000 values of 100,000 bytes in sequential order",
+    ),
+    ("readseq", "read --reads entries in key order"),
+    ("readreverse", "read --reads entries in reverse key order"),
+    (
+        "readrandom",
+        "read --reads random keys (all present after a fill)",
+    ),
+    ("readmissing", "read --reads random keys that are absent"),
+    (
+        "readhot",
+        "read --reads random keys from the first 1% of the key space",
+    ),
+    ("seekrandom", "seek a new cursor to --reads random keys"),
+    ("deleteseq", "delete --num keys in sequential order"),
+    ("deleterandom", "delete --num keys in random order"),
+    (
+        "readwhilewriting",
+        "--threads readers read random keys while one more thread writes",
+    ),
+    ("compact", "compact the whole database"),
+    ("stats", "print the engine's own statistics"),
 ];
 
-struct Runner<'a> {
+/// What one benchmark does to the database.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Op {
+    Write {
+        random: bool,
+        per_batch: u64,
+        sync: bool,
+    },
+    Delete {
+        random: bool,
+    },
+    Get {
+        missing: bool,
+        hot: bool,
+    },
+    Seek,
+    Scan {
+        reverse: bool,
+    },
+}
+
+/// One benchmark's plan: what to do, how many times per thread, and whether it starts from a
+/// new database.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    op: Op,
+    count: u64,
+    value_size: usize,
+    fresh: bool,
+}
+
+pub struct Runner<'a> {
     flags: &'a Flags,
-    engine_name: &'a str,
+    engine_name: String,
     dir: PathBuf,
     config: EngineConfig,
-    db: Option<Box<dyn Engine>>,
-    values: ValueGenerator,
-    rng: StdRng,
+    db: Option<Arc<dyn Engine>>,
+    /// Seeds each benchmark's random draws differently (and repeatably).
+    benchmark_index: u64,
 }
 
-/// Runs `--benchmarks` on `--engine` in `dir` and prints a line per benchmark.
-pub fn run(flags: &Flags, dir: &Path) -> EngineResult<Vec<Outcome>> {
-    let config = EngineConfig {
-        cache_size: flags.cache_size,
-        write_buffer_size: flags.write_buffer_size,
-        bloom_bits: usize::try_from(flags.bloom_bits).ok(),
-        compression: !flags.no_compression,
-        verify_checksums: !flags.no_verify_checksums,
-    };
-    let mut runner = Runner {
-        flags,
-        engine_name: &flags.engine,
-        dir: dir.join(&flags.engine),
-        config,
-        db: None,
-        values: ValueGenerator::new(flags.compression_ratio, 301),
-        rng: StdRng::seed_from_u64(301),
-    };
-    let mut outcomes = Vec::new();
-    for name in flags.benchmarks.split(',').filter(|n| !n.is_empty()) {
-        let outcome = match name {
-            "fillseq" => runner.fill("fillseq", false, 1, flags.num, false)?,
-            "fillsync" => runner.fill("fillsync", true, 1, (flags.num / 1000).max(1), true)?,
-            "fillrandom" => runner.fill("fillrandom", true, 1, flags.num, false)?,
-            "fillbatch" => runner.fill("fillbatch", false, 1000, flags.num, false)?,
-            "overwrite" => runner.overwrite()?,
-            "readrandom" => runner.read_random(false)?,
-            "readmissing" => runner.read_random(true)?,
-            "readseq" => runner.read_scan(false)?,
-            "readreverse" => runner.read_scan(true)?,
-            "compact" => runner.compact()?,
+impl<'a> Runner<'a> {
+    pub fn new(flags: &'a Flags, engine_name: &str, dir: &Path) -> Self {
+        Runner {
+            flags,
+            engine_name: engine_name.to_owned(),
+            dir: dir.join(engine_name),
+            config: flags.engine_config(),
+            db: None,
+            benchmark_index: 0,
+        }
+    }
+
+    /// Runs `--benchmarks` in order, returning each outcome (printing is the caller's).
+    pub fn run_all(&mut self, mut each: impl FnMut(&Outcome)) -> EngineResult<Vec<Outcome>> {
+        let mut outcomes = Vec::new();
+        let names: Vec<String> = self
+            .flags
+            .benchmarks
+            .split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned)
+            .collect();
+        for name in names {
+            self.benchmark_index += 1;
+            let outcome = self.run_one(&name)?;
+            each(&outcome);
+            outcomes.push(outcome);
+        }
+        Ok(outcomes)
+    }
+
+    /// Runs one benchmark by name.
+    pub fn run_one(&mut self, name: &str) -> EngineResult<Outcome> {
+        let num = self.flags.num;
+        let reads = self.flags.reads();
+        let value_size = self.flags.value_size;
+        let write = |random, per_batch, sync| Op::Write {
+            random,
+            per_batch,
+            sync,
+        };
+        let plan = |op, count, fresh| Plan {
+            op,
+            count,
+            value_size,
+            fresh,
+        };
+        let plan = match name {
+            "fillseq" => plan(write(false, 1, false), num, true),
+            "fillrandom" => plan(write(true, 1, false), num, true),
+            "fillsync" => plan(write(true, 1, true), (num / 1000).max(1), true),
+            "fillseqsync" => plan(write(false, 1, true), (num / 1000).max(1), true),
+            "overwrite" => plan(write(true, 1, false), num, false),
+            "fillbatch" | "fillseqbatch" => plan(write(false, 1000, false), num, true),
+            "fillrandbatch" => plan(write(true, 1000, false), num, true),
+            "fill100K" | "fillseq100K" => Plan {
+                op: write(name == "fill100K", 1, false),
+                count: (num / 1000).max(1),
+                value_size: 100_000,
+                fresh: true,
+            },
+            "readseq" => plan(Op::Scan { reverse: false }, reads, false),
+            "readreverse" => plan(Op::Scan { reverse: true }, reads, false),
+            "readrandom" => plan(
+                Op::Get {
+                    missing: false,
+                    hot: false,
+                },
+                reads,
+                false,
+            ),
+            "readmissing" => plan(
+                Op::Get {
+                    missing: true,
+                    hot: false,
+                },
+                reads,
+                false,
+            ),
+            "readhot" => plan(
+                Op::Get {
+                    missing: false,
+                    hot: true,
+                },
+                reads,
+                false,
+            ),
+            "seekrandom" => plan(Op::Seek, reads, false),
+            "deleteseq" => plan(Op::Delete { random: false }, num, false),
+            "deleterandom" => plan(Op::Delete { random: true }, num, false),
+            "readwhilewriting" => return self.read_while_writing(),
+            "compact" => return self.compact(),
+            "stats" => return self.stats(),
             other => {
-                eprintln!(
-                    "db_bench: unknown benchmark '{other}' (known: {})",
-                    BENCHMARKS.join(", ")
-                );
-                continue;
+                let known: Vec<&str> = BENCHMARKS.iter().map(|(n, _)| *n).collect();
+                return Err(format!(
+                    "unknown benchmark '{other}' (known: {})",
+                    known.join(", ")
+                ));
             }
         };
-        print_outcome(&outcome);
-        outcomes.push(outcome);
+        if plan.fresh && self.flags.use_existing_db {
+            return Ok(Outcome::skipped(name, "(skipped: --use_existing_db)"));
+        }
+        if plan.fresh {
+            self.fresh()?;
+        } else {
+            self.ensure_open()?;
+        }
+        let mut outcome = self.run_threads(name, plan, self.flags.threads.max(1), None)?;
+        if matches!(plan.op, Op::Write { .. } | Op::Delete { .. }) {
+            outcome.db_bytes = Some(disk_usage(&self.dir));
+        }
+        Ok(outcome)
     }
-    Ok(outcomes)
-}
 
-fn dir_size(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok()?.metadata().ok())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
-}
+    fn open_engine(&self) -> EngineResult<Arc<dyn Engine>> {
+        engine::open(&self.engine_name, &self.dir, &self.config).map(Arc::from)
+    }
 
-impl Runner<'_> {
+    /// Closes the engine, removes its files and opens a new, empty database.
     fn fresh(&mut self) -> EngineResult<()> {
         self.db = None;
-        let _ = std::fs::remove_dir_all(&self.dir);
-        std::fs::create_dir_all(&self.dir).map_err(|e| e.to_string())?;
-        self.db = Some(engine::open(self.engine_name, &self.dir, &self.config)?);
+        if self.dir.exists() {
+            std::fs::remove_dir_all(&self.dir)
+                .map_err(|e| format!("removing {}: {e}", self.dir.display()))?;
+        }
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| format!("creating {}: {e}", self.dir.display()))?;
+        self.db = Some(self.open_engine()?);
         Ok(())
     }
 
-    fn db(&mut self) -> EngineResult<&dyn Engine> {
+    /// Opens the database if it is not open: the existing one, or a new one filled in key
+    /// order (so that the reads have something to read).
+    fn ensure_open(&mut self) -> EngineResult<Arc<dyn Engine>> {
         if self.db.is_none() {
             if self.dir.exists() {
-                self.db = Some(engine::open(self.engine_name, &self.dir, &self.config)?);
+                self.db = Some(self.open_engine()?);
+            } else if self.flags.use_existing_db {
+                return Err(format!(
+                    "--use_existing_db, but {} does not exist",
+                    self.dir.display()
+                ));
             } else {
-                self.fill("fillseq", false, 1, self.flags.num, false)?;
+                self.run_one("fillseq")?;
             }
         }
-        Ok(self.db.as_deref().expect("opened above"))
+        Ok(self.db.clone().expect("opened above"))
     }
 
-    fn next_key(&mut self, random: bool, i: u64) -> u64 {
-        if random {
-            self.rng.gen_range(0..self.flags.num.max(1))
+    /// Runs `plan` on `threads` threads at once; `stop`, if given, is set when they are done
+    /// (for a background writer).
+    fn run_threads(
+        &mut self,
+        name: &str,
+        plan: Plan,
+        threads: usize,
+        background: Option<&(dyn Fn(&AtomicBool) + Sync)>,
+    ) -> EngineResult<Outcome> {
+        let db = self.db.clone().expect("the database is open");
+        let flags = self.flags;
+        let progress = Progress::new(name, plan.count * threads as u64);
+        let barrier = Barrier::new(threads + 1 + usize::from(background.is_some()));
+        let done = AtomicBool::new(false);
+        let seed = self.benchmark_index;
+        // Each thread times itself from the moment the barrier releases it; the benchmark's
+        // time runs from the first thread's start to the last thread's end. (Timing from the
+        // spawning thread would miss work done before that thread is scheduled again.)
+        let results = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (db, barrier, progress) = (&db, &barrier, &progress);
+                    scope.spawn(move || {
+                        let mut worker = Worker::new(flags, plan, seed, t, threads);
+                        barrier.wait();
+                        let start = Instant::now();
+                        let result = worker.run(&**db, progress);
+                        (result, start, Instant::now())
+                    })
+                })
+                .collect();
+            let bg = background.map(|f| {
+                let (barrier, done) = (&barrier, &done);
+                scope.spawn(move || {
+                    barrier.wait();
+                    f(done);
+                })
+            });
+            barrier.wait();
+            let results: Vec<_> = workers
+                .into_iter()
+                .map(|w| {
+                    w.join().unwrap_or_else(|_| {
+                        let now = Instant::now();
+                        (Err("a thread panicked".into()), now, now)
+                    })
+                })
+                .collect();
+            done.store(true, Ordering::Release);
+            if let Some(bg) = bg {
+                let _ = bg.join();
+            }
+            results
+        });
+        let start = results
+            .iter()
+            .map(|r| r.1)
+            .min()
+            .expect("one thread at least");
+        let end = results
+            .iter()
+            .map(|r| r.2)
+            .max()
+            .expect("one thread at least");
+        let elapsed = end.duration_since(start);
+        let results: Vec<EngineResult<WorkerResult>> = results.into_iter().map(|r| r.0).collect();
+        progress.finish();
+        let mut total = WorkerResult::default();
+        for r in results {
+            total.merge(r?);
+        }
+        let mut note = String::new();
+        if matches!(plan.op, Op::Get { .. } | Op::Seek) {
+            note = format!("({} of {} found)", total.found, total.ops);
+        }
+        Ok(Outcome {
+            name: name.to_owned(),
+            ops: total.ops,
+            elapsed,
+            bytes: total.bytes,
+            note,
+            found: matches!(plan.op, Op::Get { .. } | Op::Seek).then_some(total.found),
+            db_bytes: None,
+            histogram: flags.histogram.then_some(total.histogram),
+            skipped: false,
+            threads,
+        })
+    }
+
+    fn read_while_writing(&mut self) -> EngineResult<Outcome> {
+        let db = self.ensure_open()?;
+        let flags = self.flags;
+        let seed = self.benchmark_index;
+        let writer = move |done: &AtomicBool| {
+            let mut rng = StdRng::seed_from_u64(seed ^ 0xfeed);
+            let mut values = ValueGenerator::new(flags.compression_ratio, seed);
+            let mut key = Vec::new();
+            while !done.load(Ordering::Acquire) {
+                make_key(&mut key, rng.gen_range(0..flags.num.max(1)), flags.key_size);
+                let value = values.next(flags.value_size);
+                if let Err(e) = db.write(&[(&key, value)], false) {
+                    eprintln!("db_bench: readwhilewriting's writer: {e}");
+                    return;
+                }
+            }
+        };
+        let plan = Plan {
+            op: Op::Get {
+                missing: false,
+                hot: false,
+            },
+            count: flags.reads(),
+            value_size: flags.value_size,
+            fresh: false,
+        };
+        self.run_threads(
+            "readwhilewriting",
+            plan,
+            flags.threads.max(1),
+            Some(&writer),
+        )
+    }
+
+    fn compact(&mut self) -> EngineResult<Outcome> {
+        let db = self.ensure_open()?;
+        let start = Instant::now();
+        db.compact()?;
+        Ok(Outcome {
+            db_bytes: Some(disk_usage(&self.dir)),
+            ..Outcome::single("compact", start.elapsed())
+        })
+    }
+
+    fn stats(&mut self) -> EngineResult<Outcome> {
+        let db = self.ensure_open()?;
+        let text = db
+            .stats()
+            .unwrap_or_else(|| format!("({} reports no statistics)", self.engine_name));
+        Ok(Outcome::skipped("stats", &format!("\n{}", text.trim_end())))
+    }
+}
+
+/// What one thread did.
+#[derive(Default)]
+struct WorkerResult {
+    ops: u64,
+    bytes: u64,
+    found: u64,
+    histogram: Histogram,
+}
+
+impl WorkerResult {
+    fn merge(&mut self, other: WorkerResult) {
+        self.ops += other.ops;
+        self.bytes += other.bytes;
+        self.found += other.found;
+        self.histogram.merge(&other.histogram);
+    }
+}
+
+/// One thread's share of a benchmark: its key source, values and scratch buffers.
+struct Worker<'a> {
+    flags: &'a Flags,
+    plan: Plan,
+    keys: KeySource,
+    values: ValueGenerator,
+    histogram: Option<Histogram>,
+}
+
+/// Where a thread's keys come from.
+enum KeySource {
+    Sequential { next: u64 },
+    Uniform { rng: Box<StdRng>, range: u64 },
+    Shuffled { order: Arc<Vec<u64>>, pos: usize },
+}
+
+impl KeySource {
+    fn next(&mut self) -> u64 {
+        match self {
+            KeySource::Sequential { next } => {
+                *next += 1;
+                *next - 1
+            }
+            KeySource::Uniform { rng, range } => rng.gen_range(0..*range),
+            KeySource::Shuffled { order, pos } => {
+                let k = order[*pos % order.len()];
+                *pos += 1;
+                k
+            }
+        }
+    }
+}
+
+/// A permutation of `0..n`, the same for every thread of a benchmark.
+fn shuffled(n: u64, seed: u64) -> Arc<Vec<u64>> {
+    let mut order: Vec<u64> = (0..n.max(1)).collect();
+    order.shuffle(&mut StdRng::seed_from_u64(seed));
+    Arc::new(order)
+}
+
+impl<'a> Worker<'a> {
+    fn new(flags: &'a Flags, plan: Plan, seed: u64, thread: usize, threads: usize) -> Self {
+        let num = flags.num.max(1);
+        let random = match plan.op {
+            Op::Write { random, .. } | Op::Delete { random } => random,
+            Op::Get { .. } | Op::Seek => true,
+            Op::Scan { .. } => false,
+        };
+        let hot = matches!(plan.op, Op::Get { hot: true, .. });
+        let range = if hot { num.div_ceil(100) } else { num };
+        let thread_seed = seed.wrapping_mul(1_000_003).wrapping_add(thread as u64);
+        let keys = if !random {
+            KeySource::Sequential { next: 0 }
         } else {
-            i
+            match flags.key_order {
+                KeyOrder::Uniform => KeySource::Uniform {
+                    rng: Box::new(StdRng::seed_from_u64(thread_seed)),
+                    range,
+                },
+                KeyOrder::Shuffle => {
+                    // One permutation per benchmark; threads start at evenly spaced offsets,
+                    // so that together they visit each key once per pass.
+                    let order = shuffled(range, seed);
+                    let pos = (order.len() / threads.max(1)) * thread;
+                    KeySource::Shuffled { order, pos }
+                }
+            }
+        };
+        Worker {
+            flags,
+            plan,
+            keys,
+            values: ValueGenerator::new(flags.compression_ratio, 301 + thread as u64),
+            histogram: flags.histogram.then(Histogram::new),
         }
     }
 
-    /// Writes `count` entries in batches of `per_batch` into a fresh database.
-    fn fill(
-        &mut self,
-        name: &'static str,
-        random: bool,
-        per_batch: u64,
-        count: u64,
-        sync: bool,
-    ) -> EngineResult<Outcome> {
-        self.fresh()?;
-        self.write_entries(name, random, per_batch, count, sync)
+    fn run(&mut self, db: &dyn Engine, progress: &Progress) -> EngineResult<WorkerResult> {
+        let mut result = match self.plan.op {
+            Op::Write {
+                per_batch, sync, ..
+            } => self.write(db, per_batch, sync, progress)?,
+            Op::Delete { .. } => self.delete(db, progress)?,
+            Op::Get { missing, .. } => self.get(db, missing, progress)?,
+            Op::Seek => self.seek(db, progress)?,
+            Op::Scan { reverse } => self.scan(db, reverse)?,
+        };
+        if let Some(h) = self.histogram.take() {
+            result.histogram = h;
+        }
+        Ok(result)
     }
 
-    fn overwrite(&mut self) -> EngineResult<Outcome> {
-        self.db()?;
-        self.write_entries("overwrite", true, 1, self.flags.num, false)
+    /// Times one operation into the histogram, if there is one.
+    fn timed<T>(&mut self, op: impl FnOnce() -> T) -> T {
+        match &mut self.histogram {
+            None => op(),
+            Some(h) => {
+                let start = Instant::now();
+                let out = op();
+                h.add(start.elapsed().as_secs_f64() * 1e6);
+                out
+            }
+        }
     }
 
-    fn write_entries(
+    fn write(
         &mut self,
-        name: &'static str,
-        random: bool,
+        db: &dyn Engine,
         per_batch: u64,
-        count: u64,
         sync: bool,
-    ) -> EngineResult<Outcome> {
-        let (key_size, value_size) = (self.flags.key_size, self.flags.value_size);
-        let mut keys: Vec<Vec<u8>> = (0..per_batch)
-            .map(|_| Vec::with_capacity(key_size))
-            .collect();
-        let mut values: Vec<Vec<u8>> = vec![Vec::with_capacity(value_size); per_batch as usize];
-        let start = Instant::now();
+        progress: &Progress,
+    ) -> EngineResult<WorkerResult> {
+        let (key_size, value_size) = (self.flags.key_size, self.plan.value_size);
+        let per_batch = per_batch.max(1) as usize;
+        let mut keys: Vec<Vec<u8>> = vec![Vec::with_capacity(key_size); per_batch];
+        let mut values: Vec<Vec<u8>> = vec![Vec::with_capacity(value_size); per_batch];
+        let count = self.plan.count;
         let mut i = 0;
         while i < count {
-            let n = per_batch.min(count - i);
-            for j in 0..n as usize {
-                let k = self.next_key(random, i + j as u64);
-                make_key(&mut keys[j], k, key_size);
+            let n = (per_batch as u64).min(count - i) as usize;
+            for j in 0..n {
+                make_key(&mut keys[j], self.keys.next(), key_size);
                 values[j].clear();
                 values[j].extend_from_slice(self.values.next(value_size));
             }
-            let entries: Vec<(&[u8], &[u8])> = keys[..n as usize]
+            let entries: Vec<(&[u8], &[u8])> = keys[..n]
                 .iter()
                 .zip(&values)
                 .map(|(k, v)| (k.as_slice(), v.as_slice()))
                 .collect();
-            self.db.as_ref().expect("open").write(&entries, sync)?;
-            i += n;
+            self.timed(|| db.write(&entries, sync))?;
+            i += n as u64;
+            progress.add(n as u64);
         }
-        let elapsed = start.elapsed();
-        Ok(Outcome {
-            name,
+        Ok(WorkerResult {
             ops: count,
-            elapsed,
             bytes: count * (key_size + value_size) as u64,
-            note: format!("(db {:.1} MB)", dir_size(&self.dir) as f64 / 1_048_576.0),
+            ..WorkerResult::default()
         })
     }
 
-    fn read_random(&mut self, missing: bool) -> EngineResult<Outcome> {
-        let reads = self.flags.reads();
-        let key_size = self.flags.key_size;
-        self.db()?;
-        let mut key = Vec::with_capacity(key_size + 1);
-        let mut found = 0u64;
-        let start = Instant::now();
-        for _ in 0..reads {
-            let k = self.rng.gen_range(0..self.flags.num.max(1));
-            make_key(&mut key, k, key_size);
+    fn delete(&mut self, db: &dyn Engine, progress: &Progress) -> EngineResult<WorkerResult> {
+        let mut key = Vec::with_capacity(self.flags.key_size);
+        for _ in 0..self.plan.count {
+            make_key(&mut key, self.keys.next(), self.flags.key_size);
+            self.timed(|| db.delete(&[&key], false))?;
+            progress.add(1);
+        }
+        Ok(WorkerResult {
+            ops: self.plan.count,
+            ..WorkerResult::default()
+        })
+    }
+
+    fn get(
+        &mut self,
+        db: &dyn Engine,
+        missing: bool,
+        progress: &Progress,
+    ) -> EngineResult<WorkerResult> {
+        let mut key = Vec::with_capacity(self.flags.key_size + 1);
+        let mut value = Vec::new();
+        let mut found = 0;
+        let mut bytes = 0;
+        for _ in 0..self.plan.count {
+            make_key(&mut key, self.keys.next(), self.flags.key_size);
             if missing {
+                // Sorts right after a present key, so a lookup lands among real keys.
                 key.push(b'.');
             }
-            if self.db.as_ref().expect("open").get(&key)?.is_some() {
+            if self.timed(|| db.get(&key, &mut value))? {
+                found += 1;
+                bytes += (key.len() + value.len()) as u64;
+            }
+            progress.add(1);
+        }
+        Ok(WorkerResult {
+            ops: self.plan.count,
+            bytes,
+            found,
+            ..WorkerResult::default()
+        })
+    }
+
+    fn seek(&mut self, db: &dyn Engine, progress: &Progress) -> EngineResult<WorkerResult> {
+        let mut key = Vec::with_capacity(self.flags.key_size);
+        let mut at = Vec::new();
+        let mut found = 0;
+        for _ in 0..self.plan.count {
+            make_key(&mut key, self.keys.next(), self.flags.key_size);
+            if self.timed(|| db.seek(&key, &mut at))? && at == key {
                 found += 1;
             }
+            progress.add(1);
         }
-        Ok(Outcome {
-            name: if missing { "readmissing" } else { "readrandom" },
-            ops: reads,
-            elapsed: start.elapsed(),
-            bytes: 0,
-            note: format!("({found} of {reads} found)"),
+        Ok(WorkerResult {
+            ops: self.plan.count,
+            found,
+            ..WorkerResult::default()
         })
     }
 
-    fn read_scan(&mut self, reverse: bool) -> EngineResult<Outcome> {
-        let reads = self.flags.reads();
-        let db = self.db()?;
+    fn scan(&mut self, db: &dyn Engine, reverse: bool) -> EngineResult<WorkerResult> {
+        let mut bytes = 0u64;
         let start = Instant::now();
-        let (n, bytes) = db.scan(reverse, reads)?;
-        Ok(Outcome {
-            name: if reverse { "readreverse" } else { "readseq" },
+        let n = db.scan(reverse, self.plan.count, &mut |k, v| {
+            bytes += (k.len() + v.len()) as u64;
+        })?;
+        if let Some(h) = &mut self.histogram {
+            // A scan is one call; its mean time per entry stands for each entry.
+            let per_entry = start.elapsed().as_secs_f64() * 1e6 / n.max(1) as f64;
+            for _ in 0..n {
+                h.add(per_entry);
+            }
+        }
+        Ok(WorkerResult {
             ops: n,
-            elapsed: start.elapsed(),
             bytes,
-            note: String::new(),
+            ..WorkerResult::default()
         })
     }
+}
 
-    fn compact(&mut self) -> EngineResult<Outcome> {
-        let db = self.db()?;
-        let start = Instant::now();
-        db.compact()?;
-        Ok(Outcome {
-            name: "compact",
-            ops: 1,
-            elapsed: start.elapsed(),
-            bytes: 0,
-            note: format!("(db {:.1} MB)", dir_size(&self.dir) as f64 / 1_048_576.0),
+/// Bytes of disk the files under `dir` occupy (allocated blocks, so that sparse files count
+/// for what they use, not for their length).
+pub fn disk_usage(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => disk_usage(&e.path()),
+            Ok(m) => m.blocks() * 512,
+            Err(_) => 0,
         })
-    }
+        .sum()
 }
 
 /// The process's peak resident memory in KiB (Linux), if known.
@@ -242,4 +683,101 @@ pub fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn flags(extra: &[&str]) -> Flags {
+        let mut args = vec!["db_bench", "--num=3000"];
+        args.extend_from_slice(extra);
+        Flags::parse_from(args)
+    }
+
+    #[test]
+    fn readseq_after_fillseq_visits_every_entry_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = flags(&[]);
+        let mut runner = Runner::new(&flags, "strata", dir.path());
+        let fill = runner.run_one("fillseq").unwrap();
+        assert_eq!(fill.ops, 3000);
+        assert!(fill.db_bytes.unwrap() > 0);
+        let scan = runner.run_one("readseq").unwrap();
+        assert_eq!(scan.ops, 3000);
+        assert_eq!(scan.bytes, 3000 * 116);
+        let reverse = runner.run_one("readreverse").unwrap();
+        assert_eq!(reverse.ops, 3000);
+
+        // The entries are exactly the generator's keys, in order.
+        let db = runner.ensure_open().unwrap();
+        let mut keys = Vec::new();
+        db.scan(false, u64::MAX, &mut |k, v| {
+            assert_eq!(v.len(), 100);
+            keys.push(k.to_vec());
+        })
+        .unwrap();
+        let mut expected = Vec::new();
+        for i in 0..3000 {
+            let mut k = Vec::new();
+            make_key(&mut k, i, 16);
+            expected.push(k);
+        }
+        assert_eq!(keys, expected);
+    }
+
+    #[test]
+    fn readrandom_after_a_shuffled_fill_finds_every_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = flags(&["--key_order=shuffle"]);
+        let mut runner = Runner::new(&flags, "strata", dir.path());
+        runner.run_one("fillrandom").unwrap();
+        let read = runner.run_one("readrandom").unwrap();
+        assert_eq!(read.found, Some(3000));
+        assert_eq!(runner.run_one("readmissing").unwrap().found, Some(0));
+        assert_eq!(runner.run_one("seekrandom").unwrap().found, Some(3000));
+        runner.run_one("deleterandom").unwrap();
+        assert_eq!(runner.run_one("readrandom").unwrap().found, Some(0));
+    }
+
+    #[test]
+    fn a_uniform_fill_repeats_keys_and_misses_about_a_third() {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = flags(&["--key_order=uniform"]);
+        let mut runner = Runner::new(&flags, "strata", dir.path());
+        runner.run_one("fillrandom").unwrap();
+        let db = runner.ensure_open().unwrap();
+        let stored = db.scan(false, u64::MAX, &mut |_, _| {}).unwrap();
+        // 1 - 1/e of the keys, give or take.
+        assert!((1700..2100).contains(&stored), "{stored} distinct keys");
+    }
+
+    #[test]
+    fn threads_share_the_work_and_batches_count_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = flags(&["--threads=3"]);
+        let mut runner = Runner::new(&flags, "strata", dir.path());
+        let fill = runner.run_one("fillrandbatch").unwrap();
+        assert_eq!(fill.ops, 9000);
+        let read = runner.run_one("readrandom").unwrap();
+        assert_eq!((read.ops, read.found), (9000, Some(9000)));
+        let rww = runner.run_one("readwhilewriting").unwrap();
+        assert_eq!(rww.found, Some(9000));
+    }
+
+    #[test]
+    fn fills_are_skipped_on_an_existing_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = flags(&[]);
+        Runner::new(&first, "strata", dir.path())
+            .run_one("fillseq")
+            .unwrap();
+        let again = flags(&["--use_existing_db"]);
+        let mut runner = Runner::new(&again, "strata", dir.path());
+        assert!(runner.run_one("fillrandom").unwrap().skipped);
+        assert_eq!(runner.run_one("readrandom").unwrap().found, Some(3000));
+        assert!(runner.run_one("nonsense").is_err());
+    }
 }

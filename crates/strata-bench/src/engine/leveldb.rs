@@ -49,6 +49,9 @@ extern "C" {
     fn leveldb_writeoptions_set_sync(o: *mut RawWriteOptions, v: c_uchar);
     fn leveldb_writebatch_create() -> *mut RawBatch;
     fn leveldb_writebatch_destroy(b: *mut RawBatch);
+    fn leveldb_writebatch_delete(b: *mut RawBatch, k: *const c_char, kl: usize);
+    fn leveldb_iter_seek(it: *mut RawIter, k: *const c_char, kl: usize);
+    fn leveldb_property_value(db: *mut RawDb, name: *const c_char) -> *mut c_char;
     fn leveldb_writebatch_put(
         b: *mut RawBatch,
         k: *const c_char,
@@ -174,21 +177,19 @@ impl Drop for LevelDbEngine {
     }
 }
 
-impl Engine for LevelDbEngine {
-    fn write(&self, entries: &[(&[u8], &[u8])], sync: bool) -> EngineResult<()> {
+// SAFETY: LevelDB's `DB` is safe for concurrent use by many threads (its documentation's
+// "Concurrency" section); the options objects are only read after `open`.
+unsafe impl Send for LevelDbEngine {}
+// SAFETY: as above.
+unsafe impl Sync for LevelDbEngine {}
+
+impl LevelDbEngine {
+    fn write_batch(&self, sync: bool, fill: impl Fn(*mut RawBatch)) -> EngineResult<()> {
         let mut err = std::ptr::null_mut();
         // SAFETY: the batch lives only in this call; keys and values outlive it.
         unsafe {
             let batch = leveldb_writebatch_create();
-            for (k, v) in entries {
-                leveldb_writebatch_put(
-                    batch,
-                    k.as_ptr().cast(),
-                    k.len(),
-                    v.as_ptr().cast(),
-                    v.len(),
-                );
-            }
+            fill(batch);
             let options = if sync {
                 self.write_sync
             } else {
@@ -200,7 +201,63 @@ impl Engine for LevelDbEngine {
         check(err)
     }
 
-    fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
+    /// Runs `body` on a new iterator, then checks the iterator's status and destroys it.
+    fn with_iter<T>(&self, body: impl FnOnce(*mut RawIter) -> T) -> EngineResult<T> {
+        let mut err = std::ptr::null_mut();
+        // SAFETY: the iterator is created, used while the database is open, and destroyed here.
+        let out = unsafe {
+            let it = leveldb_create_iterator(self.db, self.read);
+            let out = body(it);
+            leveldb_iter_get_error(it, &mut err);
+            leveldb_iter_destroy(it);
+            out
+        };
+        check(err)?;
+        Ok(out)
+    }
+}
+
+/// The current key of a valid iterator.
+///
+/// # Safety
+/// `it` is a valid LevelDB iterator positioned on an entry; the slice lives until it moves.
+unsafe fn iter_key<'a>(it: *mut RawIter) -> &'a [u8] {
+    let mut len = 0usize;
+    // SAFETY: per the function's contract.
+    unsafe {
+        let p = leveldb_iter_key(it, &mut len);
+        std::slice::from_raw_parts(p.cast::<u8>(), len)
+    }
+}
+
+impl Engine for LevelDbEngine {
+    fn write(&self, entries: &[(&[u8], &[u8])], sync: bool) -> EngineResult<()> {
+        self.write_batch(sync, |batch| {
+            for (k, v) in entries {
+                // SAFETY: `batch` is live; LevelDB copies the bytes.
+                unsafe {
+                    leveldb_writebatch_put(
+                        batch,
+                        k.as_ptr().cast(),
+                        k.len(),
+                        v.as_ptr().cast(),
+                        v.len(),
+                    )
+                };
+            }
+        })
+    }
+
+    fn delete(&self, keys: &[&[u8]], sync: bool) -> EngineResult<()> {
+        self.write_batch(sync, |batch| {
+            for k in keys {
+                // SAFETY: `batch` is live; LevelDB copies the bytes.
+                unsafe { leveldb_writebatch_delete(batch, k.as_ptr().cast(), k.len()) };
+            }
+        })
+    }
+
+    fn get(&self, key: &[u8], value: &mut Vec<u8>) -> EngineResult<bool> {
         let mut err = std::ptr::null_mut();
         let mut len = 0usize;
         // SAFETY: the database is open; the returned buffer is copied and freed.
@@ -215,47 +272,78 @@ impl Engine for LevelDbEngine {
             );
             check(err)?;
             if p.is_null() {
-                return Ok(None);
+                return Ok(false);
             }
-            let v = std::slice::from_raw_parts(p.cast::<u8>(), len).to_vec();
+            value.clear();
+            value.extend_from_slice(std::slice::from_raw_parts(p.cast::<u8>(), len));
             leveldb_free(p.cast());
-            Ok(Some(v))
+            Ok(true)
         }
     }
 
-    fn scan(&self, reverse: bool, limit: u64) -> EngineResult<(u64, u64)> {
-        let (mut n, mut bytes) = (0u64, 0u64);
-        let mut err = std::ptr::null_mut();
-        // SAFETY: the iterator is created, used while the database is open, and destroyed here.
-        unsafe {
-            let it = leveldb_create_iterator(self.db, self.read);
-            if reverse {
-                leveldb_iter_seek_to_last(it);
-            } else {
-                leveldb_iter_seek_to_first(it);
-            }
-            while leveldb_iter_valid(it) != 0 && n < limit {
-                let (mut kl, mut vl) = (0usize, 0usize);
-                leveldb_iter_key(it, &mut kl);
-                leveldb_iter_value(it, &mut vl);
-                bytes += (kl + vl) as u64;
-                n += 1;
+    fn scan(
+        &self,
+        reverse: bool,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<u64> {
+        self.with_iter(|it| {
+            let mut n = 0u64;
+            // SAFETY: `it` is live for this closure; key and value slices are used before the
+            // iterator moves.
+            unsafe {
                 if reverse {
-                    leveldb_iter_prev(it);
+                    leveldb_iter_seek_to_last(it);
                 } else {
-                    leveldb_iter_next(it);
+                    leveldb_iter_seek_to_first(it);
+                }
+                while leveldb_iter_valid(it) != 0 && n < limit {
+                    let mut vl = 0usize;
+                    let v = leveldb_iter_value(it, &mut vl);
+                    visit(iter_key(it), std::slice::from_raw_parts(v.cast::<u8>(), vl));
+                    n += 1;
+                    if reverse {
+                        leveldb_iter_prev(it);
+                    } else {
+                        leveldb_iter_next(it);
+                    }
                 }
             }
-            leveldb_iter_get_error(it, &mut err);
-            leveldb_iter_destroy(it);
-        }
-        check(err)?;
-        Ok((n, bytes))
+            n
+        })
+    }
+
+    fn seek(&self, key: &[u8], found: &mut Vec<u8>) -> EngineResult<bool> {
+        self.with_iter(|it| {
+            // SAFETY: `it` is live for this closure; the key is copied before it moves.
+            unsafe {
+                leveldb_iter_seek(it, key.as_ptr().cast(), key.len());
+                if leveldb_iter_valid(it) == 0 {
+                    return false;
+                }
+                found.clear();
+                found.extend_from_slice(iter_key(it));
+                true
+            }
+        })
     }
 
     fn compact(&self) -> EngineResult<()> {
         // SAFETY: null bounds compact the whole key space.
         unsafe { leveldb_compact_range(self.db, std::ptr::null(), 0, std::ptr::null(), 0) };
         Ok(())
+    }
+
+    fn stats(&self) -> Option<String> {
+        // SAFETY: the name is NUL-terminated; the result is malloc'ed, copied and freed.
+        unsafe {
+            let p = leveldb_property_value(self.db, c"leveldb.stats".as_ptr());
+            if p.is_null() {
+                return None;
+            }
+            let s = CStr::from_ptr(p).to_string_lossy().into_owned();
+            leveldb_free(p.cast());
+            Some(s)
+        }
     }
 }

@@ -1,58 +1,188 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! The engines db_bench drives, behind one interface, so that every engine runs the same key
 //! and value generator and the same timing loop.
+//!
+//! strata is always built. Every peer is a cargo feature: `leveldb`, `rocksdb`, `lmdb`,
+//! `sqlite`, `kyotocabinet`, `berkeleydb`, `wiredtiger` (two engines: `wiredtiger-btree` and
+//! `wiredtiger-lsm`), `fjall` and `redb`; `peers` turns them all on. The C libraries are
+//! Debian's (`scripts/install-peers.sh`), reached through small FFI shims; fjall and redb are
+//! crates. How each engine is configured is written down in its module and in
+//! docs/benchmarks.md.
 
+#[cfg(feature = "berkeleydb")]
+mod berkeleydb;
+#[cfg(feature = "fjall")]
+mod fjall_engine;
+#[cfg(feature = "kyotocabinet")]
+mod kyotocabinet;
 #[cfg(feature = "leveldb")]
 mod leveldb;
+#[cfg(feature = "lmdb")]
+mod lmdb;
+#[cfg(feature = "redb")]
+mod redb_engine;
+#[cfg(feature = "rocksdb")]
+mod rocksdb;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 mod strata_engine;
+#[cfg(feature = "wiredtiger")]
+mod wiredtiger;
+
+#[cfg(test)]
+pub mod conformance;
 
 use std::path::Path;
 
 /// An error from any engine, as text.
 pub type EngineResult<T> = Result<T, String>;
 
-/// How every engine is configured (the reports' baseline: 4 MB of cache, compression on).
+/// How every engine is configured. The reports' baseline is 4 MB of cache and compression on.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
+    /// Block or page cache, in bytes.
     pub cache_size: usize,
+    /// Memtable size of the log-structured engines, in bytes.
     pub write_buffer_size: usize,
+    /// Bloom filter bits per key, for engines that have filters.
     pub bloom_bits: Option<usize>,
+    /// Compress stored data, for engines that can.
     pub compression: bool,
     /// Verify block checksums on reads (strata's default; LevelDB's default is off).
     pub verify_checksums: bool,
 }
 
-/// One key-value engine.
-pub trait Engine {
-    /// Writes `entries` as one atomic batch (one entry for single puts).
+impl EngineConfig {
+    /// The memory an engine may use for caching: an LSM engine's block cache plus its memtable.
+    /// Engines with a single cache (the B-trees) get all of it, so that every engine has the
+    /// same budget.
+    pub fn memory_budget(&self) -> usize {
+        self.cache_size + self.write_buffer_size
+    }
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            cache_size: 4 << 20,
+            write_buffer_size: 4 << 20,
+            bloom_bits: None,
+            compression: true,
+            verify_checksums: true,
+        }
+    }
+}
+
+/// One key-value engine. Shared by every thread of a multi-threaded benchmark.
+pub trait Engine: Send + Sync {
+    /// Writes `entries` as one atomic batch (one entry for single puts). With `sync`, the
+    /// batch is durable when this returns; without, it has reached the operating system (or
+    /// the engine's own asynchronous log) but may be lost in a power failure.
     fn write(&self, entries: &[(&[u8], &[u8])], sync: bool) -> EngineResult<()>;
-    /// Reads one key.
-    fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>>;
-    /// Visits up to `limit` entries in key order (descending if `reverse`); returns how many
-    /// and their total key and value bytes.
-    fn scan(&self, reverse: bool, limit: u64) -> EngineResult<(u64, u64)>;
-    /// Compacts everything.
+    /// Deletes `keys` as one atomic batch; absent keys are not an error.
+    fn delete(&self, keys: &[&[u8]], sync: bool) -> EngineResult<()>;
+    /// Reads `key` into `value` (replacing its contents); returns false if the key is absent.
+    fn get(&self, key: &[u8], value: &mut Vec<u8>) -> EngineResult<bool>;
+    /// Visits up to `limit` entries in key order (descending if `reverse`), passing each to
+    /// `visit`; returns how many it visited.
+    fn scan(
+        &self,
+        reverse: bool,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<u64>;
+    /// Opens a cursor at the first key at or after `key` and copies that key into `found`;
+    /// returns false if there is none. (LevelDB's seekrandom: one new cursor per seek.)
+    fn seek(&self, key: &[u8], found: &mut Vec<u8>) -> EngineResult<bool>;
+    /// Compacts the whole database; engines without such an operation return at once.
     fn compact(&self) -> EngineResult<()>;
-}
-
-/// The engines this build knows.
-pub fn available() -> Vec<&'static str> {
-    let mut names = vec!["strata"];
-    if cfg!(feature = "leveldb") {
-        names.push("leveldb");
+    /// The engine's own statistics report, if it has one (db_bench's `stats`).
+    fn stats(&self) -> Option<String> {
+        None
     }
-    names
 }
 
-/// Opens (creating) engine `name` in `dir`.
-pub fn open(name: &str, dir: &Path, config: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
+/// Every engine name db_bench knows, whether or not this build has it.
+pub const ALL: &[&str] = &[
+    "strata",
+    "leveldb",
+    "rocksdb",
+    "lmdb",
+    "sqlite",
+    "kyotocabinet",
+    "berkeleydb",
+    "wiredtiger-btree",
+    "wiredtiger-lsm",
+    "fjall",
+    "redb",
+];
+
+/// The cargo feature that builds engine `name`.
+pub fn feature_of(name: &str) -> &str {
     match name {
-        "strata" => strata_engine::StrataEngine::open(dir, config).map(|e| Box::new(e) as _),
-        #[cfg(feature = "leveldb")]
-        "leveldb" => leveldb::LevelDbEngine::open(dir, config).map(|e| Box::new(e) as _),
-        other => Err(format!(
-            "unknown engine '{other}' (this build has: {})",
-            available().join(", ")
-        )),
+        "wiredtiger-btree" | "wiredtiger-lsm" => "wiredtiger",
+        other => other,
     }
+}
+
+/// The engines this build has.
+pub fn available() -> Vec<&'static str> {
+    let built = |feature: &str| match feature {
+        "strata" => true,
+        "leveldb" => cfg!(feature = "leveldb"),
+        "rocksdb" => cfg!(feature = "rocksdb"),
+        "lmdb" => cfg!(feature = "lmdb"),
+        "sqlite" => cfg!(feature = "sqlite"),
+        "kyotocabinet" => cfg!(feature = "kyotocabinet"),
+        "berkeleydb" => cfg!(feature = "berkeleydb"),
+        "wiredtiger" => cfg!(feature = "wiredtiger"),
+        "fjall" => cfg!(feature = "fjall"),
+        "redb" => cfg!(feature = "redb"),
+        _ => false,
+    };
+    ALL.iter()
+        .copied()
+        .filter(|name| built(feature_of(name)))
+        .collect()
+}
+
+/// Opens (creating) engine `name` in `dir`, an existing empty or engine-owned directory.
+pub fn open(name: &str, dir: &Path, config: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
+    let engine: Box<dyn Engine> = match name {
+        "strata" => Box::new(strata_engine::StrataEngine::open(dir, config)?),
+        #[cfg(feature = "leveldb")]
+        "leveldb" => Box::new(leveldb::LevelDbEngine::open(dir, config)?),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => Box::new(rocksdb::RocksDbEngine::open(dir, config)?),
+        #[cfg(feature = "lmdb")]
+        "lmdb" => Box::new(lmdb::LmdbEngine::open(dir, config)?),
+        #[cfg(feature = "sqlite")]
+        "sqlite" => Box::new(sqlite::SqliteEngine::open(dir, config)?),
+        #[cfg(feature = "kyotocabinet")]
+        "kyotocabinet" => Box::new(kyotocabinet::KyotoEngine::open(dir, config)?),
+        #[cfg(feature = "berkeleydb")]
+        "berkeleydb" => Box::new(berkeleydb::BerkeleyDbEngine::open(dir, config)?),
+        #[cfg(feature = "wiredtiger")]
+        "wiredtiger-btree" => Box::new(wiredtiger::WiredTigerEngine::open(dir, config, false)?),
+        #[cfg(feature = "wiredtiger")]
+        "wiredtiger-lsm" => Box::new(wiredtiger::WiredTigerEngine::open(dir, config, true)?),
+        #[cfg(feature = "fjall")]
+        "fjall" => Box::new(fjall_engine::FjallEngine::open(dir, config)?),
+        #[cfg(feature = "redb")]
+        "redb" => Box::new(redb_engine::RedbEngine::open(dir, config)?),
+        other if ALL.contains(&other) => {
+            return Err(format!(
+                "engine '{other}' is not in this build: rebuild with `--features {}` (this build has: {})",
+                feature_of(other),
+                available().join(", ")
+            ))
+        }
+        other => {
+            return Err(format!(
+                "unknown engine '{other}' (known: {})",
+                ALL.join(", ")
+            ))
+        }
+    };
+    Ok(engine)
 }

@@ -55,13 +55,33 @@ impl Engine for StrataEngine {
             .map_err(|e| e.to_string())
     }
 
-    fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
+    fn delete(&self, keys: &[&[u8]], sync: bool) -> EngineResult<()> {
+        let mut batch = WriteBatch::new();
+        for k in keys {
+            batch.delete(k);
+        }
         self.db
-            .get(&self.read_options(), key)
+            .write(&WriteOptions { sync }, batch)
             .map_err(|e| e.to_string())
     }
 
-    fn scan(&self, reverse: bool, limit: u64) -> EngineResult<(u64, u64)> {
+    fn get(&self, key: &[u8], value: &mut Vec<u8>) -> EngineResult<bool> {
+        match self.db.get(&self.read_options(), key) {
+            Ok(Some(v)) => {
+                *value = v;
+                Ok(true)
+            }
+            Ok(None) => Ok(false),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn scan(
+        &self,
+        reverse: bool,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<u64> {
         let mut it = self
             .db
             .iter(&self.read_options())
@@ -71,9 +91,9 @@ impl Engine for StrataEngine {
         } else {
             it.seek_to_first();
         }
-        let (mut n, mut bytes) = (0u64, 0u64);
+        let mut n = 0u64;
         while it.valid() && n < limit {
-            bytes += (it.key().len() + it.value().len()) as u64;
+            visit(it.key(), it.value());
             n += 1;
             if reverse {
                 it.prev();
@@ -82,10 +102,29 @@ impl Engine for StrataEngine {
             }
         }
         it.status().map_err(|e| e.to_string())?;
-        Ok((n, bytes))
+        Ok(n)
+    }
+
+    fn seek(&self, key: &[u8], found: &mut Vec<u8>) -> EngineResult<bool> {
+        let mut it = self
+            .db
+            .iter(&self.read_options())
+            .map_err(|e| e.to_string())?;
+        it.seek(key);
+        if it.valid() {
+            found.clear();
+            found.extend_from_slice(it.key());
+            return Ok(true);
+        }
+        it.status().map_err(|e| e.to_string())?;
+        Ok(false)
     }
 
     fn compact(&self) -> EngineResult<()> {
         self.db.compact_range(None, None).map_err(|e| e.to_string())
+    }
+
+    fn stats(&self) -> Option<String> {
+        self.db.property("leveldb.stats")
     }
 }

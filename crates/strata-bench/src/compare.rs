@@ -1,0 +1,635 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! `db_bench --compare`: the benchmark reports' configurations, run on every engine, written
+//! out as an HTML page of tables and horizontal bar charts (the 2011 report's layout: a bar per
+//! engine, its rate, and its ratio to LevelDB and to the baseline), SVG charts beside it, a
+//! Markdown report for docs/benchmarks.md and the README, and the raw results as JSON.
+//!
+//! Each (configuration, engine, run) is a separate db_bench process (this executable with
+//! `--json`), so that peak memory is the engine's own and no engine inherits another's page
+//! cache state or threads.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use plotters::prelude::*;
+
+use crate::engine;
+use crate::report::JsonRun;
+use crate::Flags;
+
+/// One configuration of the reports.
+struct Config {
+    id: &'static str,
+    title: &'static str,
+    /// What the reports say about it, and how it is set here.
+    about: &'static str,
+    benchmarks: &'static str,
+    /// Flags on top of the user's.
+    extra: &'static [&'static str],
+    /// Compare each benchmark with this baseline benchmark (same engine), if any.
+    baseline: &'static [(&'static str, &'static str)],
+}
+
+const CONFIGS: &[Config] = &[
+    Config {
+        id: "baseline",
+        title: "Baseline",
+        about: "4 MB of cache, compression on, asynchronous writes, 16-byte keys and 100-byte \
+                values; random benchmarks visit a shuffled permutation of the keys.",
+        benchmarks: "fillseq,fillrandom,overwrite,readrandom,readseq,readreverse,readhot,\
+                     seekrandom,readmissing",
+        extra: &[],
+        baseline: &[],
+    },
+    Config {
+        id: "batch",
+        title: "Batch writes",
+        about: "1000 batches of 1000 entries each, in key order and in random order.",
+        benchmarks: "fillbatch,fillrandbatch",
+        extra: &[],
+        baseline: &[("fillbatch", "fillseq"), ("fillrandbatch", "fillrandom")],
+    },
+    Config {
+        id: "sync",
+        title: "Synchronous writes",
+        about: "Every write durable before it returns (fsync or the engine's equivalent); \
+                --num/1000 writes.",
+        benchmarks: "fillseqsync,fillsync",
+        extra: &[],
+        baseline: &[("fillseqsync", "fillseq"), ("fillsync", "fillrandom")],
+    },
+    Config {
+        id: "nocompression",
+        title: "Compression off",
+        about: "The baseline with compression off in every engine that compresses.",
+        benchmarks: "fillseq,fillrandom,readrandom,readseq",
+        extra: &["--no_compression"],
+        baseline: &[
+            ("fillseq", "fillseq"),
+            ("fillrandom", "fillrandom"),
+            ("readrandom", "readrandom"),
+            ("readseq", "readseq"),
+        ],
+    },
+    Config {
+        id: "memory-writes",
+        title: "More memory: writes",
+        about: "128 MB: log-structured engines get a 120 MB write buffer and 8 MB of cache; \
+                the others a 128 MB cache.",
+        benchmarks: "fillseq,fillrandom",
+        extra: &["--write_buffer_size=125829120", "--cache_size=8388608"],
+        baseline: &[("fillseq", "fillseq"), ("fillrandom", "fillrandom")],
+    },
+    Config {
+        id: "memory-reads",
+        title: "Larger caches: reads",
+        about: "128 MB: log-structured engines get 120 MB of cache and an 8 MB write buffer; \
+                the others a 128 MB cache.",
+        benchmarks: "fillrandom,readrandom,readseq",
+        extra: &["--cache_size=125829120", "--write_buffer_size=8388608"],
+        baseline: &[("readrandom", "readrandom"), ("readseq", "readseq")],
+    },
+    Config {
+        id: "large",
+        title: "Large values",
+        about: "100,000-byte values, 1000 of them (--num/1000), in key order and random order.",
+        benchmarks: "fillseq100K,fill100K",
+        extra: &[],
+        baseline: &[],
+    },
+];
+
+/// The benchmarks whose rates are entries per second, not operations.
+fn unit(benchmark: &str) -> &'static str {
+    if benchmark.contains("batch") {
+        "entries/sec"
+    } else {
+        "ops/sec"
+    }
+}
+
+/// Results: configuration → engine → the runs.
+type Results = BTreeMap<String, BTreeMap<String, Vec<JsonRun>>>;
+
+pub fn run(flags: &Flags) -> Result<(), String> {
+    let engines: Vec<String> = if flags.engines.is_empty() {
+        engine::available().iter().map(|s| s.to_string()).collect()
+    } else {
+        flags.engines.clone()
+    };
+    for e in &engines {
+        if !engine::available().contains(&e.as_str()) {
+            return Err(format!(
+                "engine '{e}' is not in this build (it has: {})",
+                engine::available().join(", ")
+            ));
+        }
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("finding db_bench itself: {e}"))?;
+    let scratch = tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?;
+    let mut results: Results = BTreeMap::new();
+    for config in CONFIGS {
+        for run in 0..flags.runs.max(1) {
+            for engine in &engines {
+                eprintln!(
+                    "db_bench --compare: {} on {engine} (run {} of {})",
+                    config.id,
+                    run + 1,
+                    flags.runs.max(1)
+                );
+                let dir = scratch.path().join(config.id);
+                let outcome = run_one(&exe, flags, config, engine, &dir)?;
+                let _ = std::fs::remove_dir_all(&dir);
+                results
+                    .entry(config.id.to_owned())
+                    .or_default()
+                    .entry(engine.clone())
+                    .or_default()
+                    .push(outcome);
+            }
+        }
+    }
+    write_report(flags, &engines, &results, &exe)
+}
+
+/// Runs one configuration on one engine in a child db_bench and parses its JSON.
+fn run_one(
+    exe: &Path,
+    flags: &Flags,
+    config: &Config,
+    engine: &str,
+    dir: &Path,
+) -> Result<JsonRun, String> {
+    let mut cmd = Command::new(exe);
+    cmd.arg(format!("--engine={engine}"))
+        .arg(format!(
+            "--benchmarks={}",
+            config.benchmarks.replace(char::is_whitespace, "")
+        ))
+        .arg(format!("--num={}", flags.num))
+        .arg(format!("--key_order={:?}", flags.key_order).to_lowercase())
+        .arg(format!("--db={}", dir.display()))
+        .arg("--json");
+    if flags.no_verify_checksums {
+        cmd.arg("--no_verify_checksums");
+    }
+    // Configurations that set memory override the user's sizes; the others keep them.
+    if !config.extra.iter().any(|f| f.starts_with("--cache_size")) {
+        cmd.arg(format!("--cache_size={}", flags.cache_size));
+        cmd.arg(format!("--write_buffer_size={}", flags.write_buffer_size));
+    }
+    cmd.args(config.extra);
+    let out = cmd
+        .output()
+        .map_err(|e| format!("running {}: {e}", exe.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} on {engine} failed: {}",
+            config.id,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("{} on {engine}: unreadable results: {e}", config.id))
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// The median rate of `benchmark` over an engine's runs.
+fn rate(runs: &[JsonRun], benchmark: &str) -> Option<f64> {
+    median(
+        runs.iter()
+            .filter_map(|r| r.results.iter().find(|o| o.name == benchmark && !o.skipped))
+            .map(|o| o.ops_per_sec)
+            .collect(),
+    )
+}
+
+/// The median database size after `benchmark`.
+fn db_bytes(runs: &[JsonRun], benchmark: &str) -> Option<f64> {
+    median(
+        runs.iter()
+            .filter_map(|r| r.results.iter().find(|o| o.name == benchmark)?.db_bytes)
+            .map(|b| b as f64)
+            .collect(),
+    )
+}
+
+fn peak_memory(runs: &[JsonRun]) -> Option<f64> {
+    median(
+        runs.iter()
+            .filter_map(|r| r.peak_memory_bytes)
+            .map(|b| b as f64)
+            .collect(),
+    )
+}
+
+fn group(n: f64) -> String {
+    let s = format!("{:.0}", n);
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A ratio with enough digits to tell small ones apart.
+fn ratio(x: f64) -> String {
+    if x >= 10.0 {
+        format!("{x:.0}")
+    } else if x >= 0.1 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+fn mb(bytes: f64) -> String {
+    format!("{:.1} MB", bytes / 1_048_576.0)
+}
+
+/// One row of a chart or table: an engine, its value, its ratio to LevelDB and to baseline.
+struct Row {
+    engine: String,
+    value: f64,
+    vs_leveldb: Option<f64>,
+    vs_baseline: Option<f64>,
+}
+
+fn rows_for(results: &Results, engines: &[String], config: &Config, benchmark: &str) -> Vec<Row> {
+    let Some(by_engine) = results.get(config.id) else {
+        return Vec::new();
+    };
+    let leveldb = by_engine.get("leveldb").and_then(|r| rate(r, benchmark));
+    let base_name = config
+        .baseline
+        .iter()
+        .find(|(b, _)| *b == benchmark)
+        .map(|(_, base)| *base);
+    engines
+        .iter()
+        .filter_map(|e| {
+            let value = rate(by_engine.get(e)?, benchmark)?;
+            let vs_baseline = base_name.and_then(|base| {
+                let b = rate(results.get("baseline")?.get(e)?, base)?;
+                Some(value / b)
+            });
+            Some(Row {
+                engine: e.clone(),
+                value,
+                vs_leveldb: leveldb.map(|l| value / l),
+                vs_baseline,
+            })
+        })
+        .collect()
+}
+
+/// Draws a horizontal bar chart, one bar per engine, into an SVG file.
+fn chart(path: &Path, title: &str, unit: &str, rows: &[Row]) -> Result<(), String> {
+    let height = 50 + 28 * rows.len() as u32;
+    let root = SVGBackend::new(path, (760, height)).into_drawing_area();
+    let err = |e: &dyn std::fmt::Display| format!("drawing {}: {e}", path.display());
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let max = rows.iter().map(|r| r.value).fold(0.0, f64::max).max(1.0);
+    let n = rows.len() as i32;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{title} ({unit})"), ("sans-serif", 16))
+        .margin(8)
+        .x_label_area_size(0)
+        .y_label_area_size(130)
+        .build_cartesian_2d(0f64..max * 1.45, (0..n).into_segmented())
+        .map_err(|e| err(&e))?;
+    let names: Vec<String> = rows.iter().map(|r| r.engine.clone()).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .disable_y_mesh()
+        .disable_x_axis()
+        .y_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) => names.get(*i as usize).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .y_labels(rows.len())
+        .draw()
+        .map_err(|e| err(&e))?;
+    let colour = |engine: &str| {
+        if engine == "strata" {
+            RGBColor(0x1f, 0x77, 0xb4)
+        } else if engine == "leveldb" {
+            RGBColor(0x2c, 0xa0, 0x2c)
+        } else {
+            RGBColor(0x99, 0x99, 0x99)
+        }
+    };
+    chart
+        .draw_series(rows.iter().enumerate().map(|(i, r)| {
+            let i = i as i32;
+            Rectangle::new(
+                [
+                    (0.0, SegmentValue::Exact(i)),
+                    (r.value, SegmentValue::Exact(i + 1)),
+                ],
+                colour(&r.engine).filled(),
+            )
+        }))
+        .map_err(|e| err(&e))?;
+    chart
+        .draw_series(rows.iter().enumerate().map(|(i, r)| {
+            let mut label = group(r.value);
+            if let Some(x) = r.vs_leveldb {
+                label.push_str(&format!("  {}x LevelDB", ratio(x)));
+            }
+            if let Some(x) = r.vs_baseline {
+                label.push_str(&format!("  ({}x baseline)", ratio(x)));
+            }
+            Text::new(
+                label,
+                (r.value + max * 0.01, SegmentValue::CenterOf(i as i32)),
+                ("sans-serif", 12),
+            )
+        }))
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// Code size of each engine: for a C library, the text and data of its shared object (found
+/// with ldd); for a Rust engine, the sizes of its crates' functions and data in this binary
+/// (from nm).
+fn footprints(exe: &Path, engines: &[String]) -> BTreeMap<String, (u64, String)> {
+    let mut out = BTreeMap::new();
+    let ldd = Command::new("ldd")
+        .arg(exe)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let nm = Command::new("nm")
+        .args(["-S", "-C", "--defined-only"])
+        .arg(exe)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    for e in engines {
+        let (library, crates): (&str, &[&str]) = match e.as_str() {
+            "strata" => ("", &["strata::"]),
+            "fjall" => ("", &["fjall::", "lsm_tree::", "value_log::"]),
+            "redb" => ("", &["redb::"]),
+            "leveldb" => ("libleveldb.so", &[]),
+            "rocksdb" => ("librocksdb.so", &[]),
+            "lmdb" => ("liblmdb.so", &[]),
+            "sqlite" => ("libsqlite3.so", &[]),
+            "kyotocabinet" => ("libkyotocabinet.so", &[]),
+            "berkeleydb" => ("libdb-5", &[]),
+            "wiredtiger-btree" | "wiredtiger-lsm" => ("libwiredtiger", &[]),
+            _ => continue,
+        };
+        if crates.is_empty() {
+            let Some(path) = ldd
+                .lines()
+                .filter(|l| l.trim_start().starts_with(library))
+                .find_map(|l| l.split("=>").nth(1)?.split_whitespace().next())
+            else {
+                continue;
+            };
+            let size = Command::new("size").arg(path).output().ok().and_then(|o| {
+                let text = String::from_utf8_lossy(&o.stdout).into_owned();
+                let line = text.lines().nth(1)?.to_owned();
+                let f: Vec<u64> = line
+                    .split_whitespace()
+                    .take(2)
+                    .filter_map(|x| x.parse().ok())
+                    .collect();
+                (f.len() == 2).then(|| f[0] + f[1])
+            });
+            if let Some(size) = size {
+                out.insert(e.clone(), (size, format!("text+data of {path}")));
+            }
+        } else {
+            let size: u64 = nm
+                .lines()
+                .filter_map(|l| {
+                    let mut parts = l.splitn(4, ' ');
+                    let (_, size, kind, name) =
+                        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+                    let code_or_data = matches!(kind, "T" | "t" | "R" | "r" | "D" | "d");
+                    (code_or_data && crates.iter().any(|c| name.starts_with(c)))
+                        .then(|| u64::from_str_radix(size, 16).ok())
+                        .flatten()
+                })
+                .sum();
+            if size > 0 {
+                out.insert(
+                    e.clone(),
+                    (size, format!("functions and data of {}", crates.join(" "))),
+                );
+            }
+        }
+    }
+    out
+}
+
+fn write_report(
+    flags: &Flags,
+    engines: &[String],
+    results: &Results,
+    exe: &Path,
+) -> Result<(), String> {
+    let dir: PathBuf = flags.report_dir.clone();
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let write = |name: &str, text: &str| {
+        std::fs::write(dir.join(name), text).map_err(|e| format!("writing {name}: {e}"))
+    };
+    write(
+        "results.json",
+        &serde_json::to_string_pretty(results).map_err(|e| e.to_string())?,
+    )?;
+
+    let mut md = String::new();
+    let mut html = String::from(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>strata: db_bench comparison</title>\
+         <style>body{font-family:sans-serif;max-width:900px;margin:auto}table{border-collapse:collapse}\
+         td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}td:first-child{text-align:left}</style>\
+         </head><body>\n<h1>db_bench: strata and its peers</h1>\n",
+    );
+    let _ = writeln!(
+        html,
+        "<p>{} entries, {}-byte keys, {}-byte values compressing to half, key order {:?}, \
+         {} run(s) per configuration and engine (medians). Ratios are to LevelDB in the same \
+         run, and to the same engine's baseline.</p>",
+        flags.num,
+        flags.key_size,
+        flags.value_size,
+        flags.key_order,
+        flags.runs.max(1)
+    );
+    let _ = writeln!(
+        md,
+        "{} entries, {}-byte keys, {}-byte values, key order {}, {} run(s) per configuration \
+         and engine (medians). Rates are operations per second (entries per second for batches); \
+         × LevelDB is the ratio to LevelDB in the same run.\n",
+        flags.num,
+        flags.key_size,
+        flags.value_size,
+        format!("{:?}", flags.key_order).to_lowercase(),
+        flags.runs.max(1)
+    );
+    for config in CONFIGS {
+        let _ = writeln!(html, "<h2>{}</h2>\n<p>{}</p>", config.title, config.about);
+        let _ = writeln!(md, "### {}\n\n{}\n", config.title, config.about);
+        let benchmarks: Vec<&str> = config
+            .benchmarks
+            .split(',')
+            .map(str::trim)
+            .filter(|b| !b.is_empty())
+            .collect();
+        // The Markdown table: an engine per row, a benchmark per column.
+        let _ = write!(md, "| engine |");
+        for b in &benchmarks {
+            let _ = write!(md, " {b} |");
+        }
+        let _ = write!(md, "\n|---|");
+        for _ in &benchmarks {
+            let _ = write!(md, "---|");
+        }
+        md.push('\n');
+        let tables: Vec<(&str, Vec<Row>)> = benchmarks
+            .iter()
+            .map(|b| (*b, rows_for(results, engines, config, b)))
+            .collect();
+        for e in engines {
+            let _ = write!(md, "| {e} |");
+            for (_, rows) in &tables {
+                match rows.iter().find(|r| &r.engine == e) {
+                    Some(r) => {
+                        let _ = write!(md, " {}", group(r.value));
+                        if let Some(x) = r.vs_leveldb {
+                            let _ = write!(md, " ({}×)", ratio(x));
+                        }
+                        if let Some(x) = r.vs_baseline {
+                            let _ = write!(md, " [{}× baseline]", ratio(x));
+                        }
+                        md.push_str(" |");
+                    }
+                    None => md.push_str(" — |"),
+                }
+            }
+            md.push('\n');
+        }
+        md.push('\n');
+        for (b, rows) in &tables {
+            if rows.is_empty() {
+                continue;
+            }
+            let file = format!("{}-{b}.svg", config.id);
+            chart(&dir.join(&file), b, unit(b), rows)?;
+            let _ = writeln!(html, "<h3>{b}</h3>\n<img src=\"{file}\" alt=\"{b}\">");
+            let _ = writeln!(
+                html,
+                "<table><tr><th>engine</th><th>{}</th><th>× LevelDB</th><th>× baseline</th></tr>",
+                unit(b)
+            );
+            for r in rows {
+                let ratio = |x: Option<f64>| x.map_or("—".to_owned(), ratio);
+                let _ = writeln!(
+                    html,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    r.engine,
+                    group(r.value),
+                    ratio(r.vs_leveldb),
+                    ratio(r.vs_baseline)
+                );
+            }
+            html.push_str("</table>\n");
+        }
+    }
+
+    // Disk usage, peak memory and footprint.
+    let baseline = results.get("baseline");
+    let large = results.get("large");
+    let prints = footprints(exe, engines);
+    let _ = writeln!(
+        md,
+        "### Disk usage, memory and footprint\n\nDisk usage is the space the database's files \
+         occupy (allocated blocks) right after the fill. Peak memory is the db_bench process's \
+         peak resident set (VmHWM) over the whole baseline run. Footprint is code size: for a C \
+         library, the text and data of its shared object; for a Rust engine, its crates' \
+         functions and data in db_bench (from nm).\n\n| engine | after fillseq | after fillrandom \
+         | after fill100K | peak memory | footprint |\n|---|---|---|---|---|---|"
+    );
+    html.push_str(
+        "<h2>Disk usage, memory and footprint</h2>\n<table><tr><th>engine</th>\
+         <th>after fillseq</th><th>after fillrandom</th><th>after fill100K</th>\
+         <th>peak memory</th><th>footprint</th></tr>\n",
+    );
+    let mut memory_rows = Vec::new();
+    for e in engines {
+        let runs = baseline.and_then(|b| b.get(e));
+        let cell = |v: Option<f64>| v.map_or("—".to_owned(), mb);
+        let seq = runs.and_then(|r| db_bytes(r, "fillseq"));
+        let random = runs.and_then(|r| db_bytes(r, "fillrandom"));
+        let large = large
+            .and_then(|l| l.get(e))
+            .and_then(|r| db_bytes(r, "fill100K"));
+        let peak = runs.and_then(|r| peak_memory(r));
+        let foot = prints.get(e).map(|(s, _)| mb(*s as f64));
+        let cells = [
+            cell(seq),
+            cell(random),
+            cell(large),
+            cell(peak),
+            foot.unwrap_or_else(|| "—".into()),
+        ];
+        let _ = writeln!(md, "| {e} | {} |", cells.join(" | "));
+        let _ = writeln!(
+            html,
+            "<tr><td>{e}</td><td>{}</td></tr>",
+            cells.join("</td><td>")
+        );
+        if let Some(p) = peak {
+            memory_rows.push(Row {
+                engine: e.clone(),
+                value: p / 1_048_576.0,
+                vs_leveldb: None,
+                vs_baseline: None,
+            });
+        }
+    }
+    html.push_str("</table>\n");
+    if !memory_rows.is_empty() {
+        chart(
+            &dir.join("peak-memory.svg"),
+            "peak memory",
+            "MB",
+            &memory_rows,
+        )?;
+        html.push_str("<img src=\"peak-memory.svg\" alt=\"peak memory\">\n");
+    }
+    for (e, (_, how)) in &prints {
+        let _ = writeln!(html, "<p><small>{e} footprint: {how}</small></p>");
+    }
+    html.push_str("</body></html>\n");
+    write("index.html", &html)?;
+    write("report.md", &md)?;
+    println!("{md}");
+    eprintln!(
+        "db_bench --compare: wrote {}",
+        dir.join("index.html").display()
+    );
+    Ok(())
+}
