@@ -191,6 +191,7 @@ fn main() {
             compression: !flags.no_compression,
             results: outcomes.iter().map(report::JsonOutcome::from).collect(),
             peak_memory_bytes: peak.map(|kib| kib * 1024),
+            disk_bytes_after_close: None,
         };
         match serde_json::to_string_pretty(&run) {
             Ok(text) => println!("{text}"),

@@ -170,6 +170,9 @@ pub struct JsonRun {
     pub compression: bool,
     pub results: Vec<JsonOutcome>,
     pub peak_memory_bytes: Option<u64>,
+    /// Set by `--compare`: the database's disk usage after the process exited.
+    #[serde(default)]
+    pub disk_bytes_after_close: Option<u64>,
 }
 
 impl From<&Outcome> for JsonOutcome {
