@@ -125,25 +125,29 @@ pub fn feature_of(name: &str) -> &str {
     }
 }
 
-/// The engines this build has.
+/// The engines this build has, in the order of [`ALL`].
 pub fn available() -> Vec<&'static str> {
-    let built = |feature: &str| match feature {
-        "strata" => true,
-        "leveldb" => cfg!(feature = "leveldb"),
-        "rocksdb" => cfg!(feature = "rocksdb"),
-        "lmdb" => cfg!(feature = "lmdb"),
-        "sqlite" => cfg!(feature = "sqlite"),
-        "kyotocabinet" => cfg!(feature = "kyotocabinet"),
-        "berkeleydb" => cfg!(feature = "berkeleydb"),
-        "wiredtiger" => cfg!(feature = "wiredtiger"),
-        "fjall" => cfg!(feature = "fjall"),
-        "redb" => cfg!(feature = "redb"),
-        _ => false,
-    };
-    ALL.iter()
-        .copied()
-        .filter(|name| built(feature_of(name)))
-        .collect()
+    #[allow(unused_mut)]
+    let mut names = vec!["strata"];
+    #[cfg(feature = "leveldb")]
+    names.push("leveldb");
+    #[cfg(feature = "rocksdb")]
+    names.push("rocksdb");
+    #[cfg(feature = "lmdb")]
+    names.push("lmdb");
+    #[cfg(feature = "sqlite")]
+    names.push("sqlite");
+    #[cfg(feature = "kyotocabinet")]
+    names.push("kyotocabinet");
+    #[cfg(feature = "berkeleydb")]
+    names.push("berkeleydb");
+    #[cfg(feature = "wiredtiger")]
+    names.extend(["wiredtiger-btree", "wiredtiger-lsm"]);
+    #[cfg(feature = "fjall")]
+    names.push("fjall");
+    #[cfg(feature = "redb")]
+    names.push("redb");
+    names
 }
 
 /// Opens (creating) engine `name` in `dir`, an existing empty or engine-owned directory.

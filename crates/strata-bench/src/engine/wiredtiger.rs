@@ -8,16 +8,17 @@
 //!
 //! Configuration:
 //! - Connection: `create,cache_size=<memory_budget()>`, the log on
-//!   (`log=(enabled=true,file_max=10MB)`), `transaction_sync=(enabled=true,method=none)`,
+//!   (`log=(enabled=true,file_max=10MB,prealloc=false)`),
+//!   `transaction_sync=(enabled=true,method=none)`,
 //!   `checkpoint=(wait=60)`, and the snappy extension (`extensions=[...]`) when Debian ships
 //!   it.
 //! - Durability: every commit writes its log records to the operating system without fsync
 //!   (`method=none`); a `sync` write commits, then calls `WT_SESSION::log_flush("sync=on")`,
 //!   which fsyncs the log through that commit. (In 3.2, `commit_transaction("sync=on")`
 //!   inherits the connection's method, which `none` makes a write without fsync.)
-//! - Log files of 10 MB (WiredTiger's default is 100 MB, pre-allocated two or three at a
-//!   time, which would make 300 MB of empty log the bulk of every disk-usage figure); a
-//!   checkpoint every 60 seconds, so that log files can be archived.
+//! - Log files of 10 MB, not pre-allocated (WiredTiger's default is 100 MB, pre-allocated two
+//!   or three at a time, which would make up to 300 MB of empty log the bulk of every
+//!   disk-usage figure); a checkpoint every 60 seconds, so that log files can be archived.
 //! - Table `table:bench`: `key_format=u,value_format=u` (raw bytes),
 //!   `internal_page_max=16kb,leaf_page_max=16kb`, `block_compressor=snappy` when
 //!   `config.compression`.
@@ -182,8 +183,9 @@ fn lsm_chunk_size(cache: usize) -> usize {
 /// One WiredTiger session with its cursor on the table, used by one thread at a time.
 struct Session(*mut RawSession);
 
-// SAFETY: a WiredTiger session may be used by any thread, as long as no two threads use it at
-// once; the pool hands each session to one caller at a time.
+// SAFETY: a WiredTiger session (and its cursors) may move between threads as long as no two
+// threads use it at once (WiredTiger's "Multithreading" guide); the pool hands each session
+// to one caller at a time.
 unsafe impl Send for Session {}
 
 /// An open WiredTiger connection and table. The connection is created in `open` and closed
@@ -193,9 +195,9 @@ pub struct WiredTigerEngine {
     sessions: Mutex<Vec<Session>>,
 }
 
-// SAFETY: WT_CONNECTION is thread-safe (WiredTiger's documentation: "WT_CONNECTION methods are
-// thread safe"); the sessions, which are not, are behind a Mutex, and each is used by the one
-// thread that took it from the pool.
+// SAFETY: "A WT_CONNECTION handle may be shared between threads" (wiredtiger.h); the engine
+// only opens sessions on it, concurrently. Sessions, which are not shared between threads, are
+// behind a Mutex, and each is used only by the one thread that took it from the pool.
 unsafe impl Send for WiredTigerEngine {}
 // SAFETY: as above.
 unsafe impl Sync for WiredTigerEngine {}
@@ -205,7 +207,7 @@ impl WiredTigerEngine {
         let budget = config.memory_budget();
         let snappy = snappy_extension();
         let mut conn_config = format!(
-            "create,cache_size={budget},log=(enabled=true,file_max=10MB),\
+            "create,cache_size={budget},log=(enabled=true,file_max=10MB,prealloc=false),\
              transaction_sync=(enabled=true,method=none),checkpoint=(wait=60)"
         );
         if let Some(path) = &snappy {
@@ -450,5 +452,31 @@ impl Engine for WiredTigerEngine {
         check(std::ptr::null_mut(), unsafe {
             wtshim_compact(self.conn, URI.as_ptr())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lsm_chunks_fit_the_cache() {
+        // The 2013 chunk size once the cache holds three chunks and the merges' pages.
+        assert_eq!(lsm_chunk_size(128 << 20), LSM_CHUNK_2013);
+        assert_eq!(
+            lsm_chunk_size(3 * LSM_CHUNK_2013 + 3 * LSM_MERGE_MAX * LEAF_PAGE_MAX),
+            LSM_CHUNK_2013
+        );
+        // The default budget (4 MB + 4 MB) gets 2 MB chunks.
+        assert_eq!(lsm_chunk_size(8 << 20), 2 << 20);
+        for cache in [3 << 20, 8 << 20, 32 << 20, 61 << 20] {
+            let chunk = lsm_chunk_size(cache);
+            assert!(
+                3 * chunk + 3 * LSM_MERGE_MAX * LEAF_PAGE_MAX <= cache,
+                "{cache}"
+            );
+        }
+        // Never below WiredTiger's minimum.
+        assert_eq!(lsm_chunk_size(1 << 20), LSM_CHUNK_MIN);
     }
 }
