@@ -476,6 +476,49 @@ impl RangeIter {
         })
     }
 
+    /// Returns the entry the front (`forward`) or back cursor stands on, or ends the range if
+    /// that cursor ran out, passed the range's far bound, or reached the other end's last key.
+    fn emit(&mut self, forward: bool) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        let (this, other) = if forward {
+            (&self.front, &self.back)
+        } else {
+            (&self.back, &self.front)
+        };
+        let this = this.as_ref().expect("the cursor was just positioned");
+        if !this.valid() {
+            let status = this.status();
+            return self.finish_with(status);
+        }
+        let ucmp = self.source.icmp.user_comparator();
+        let key = this.key();
+        let crossed = other.as_ref().is_some_and(|o| {
+            let order = ucmp.compare(key, o.key());
+            if forward {
+                order.is_ge()
+            } else {
+                order.is_le()
+            }
+        });
+        let outside = if forward {
+            match &self.end {
+                Bound::Unbounded => false,
+                Bound::Included(e) => ucmp.compare(key, e).is_gt(),
+                Bound::Excluded(e) => ucmp.compare(key, e).is_ge(),
+            }
+        } else {
+            match &self.start {
+                Bound::Unbounded => false,
+                Bound::Included(s) => ucmp.compare(key, s).is_lt(),
+                Bound::Excluded(s) => ucmp.compare(key, s).is_le(),
+            }
+        };
+        if crossed || outside {
+            self.done = true;
+            return None;
+        }
+        Some(Ok((key.to_vec(), this.value().to_vec())))
+    }
+
     fn finish_with(&mut self, cursor_status: Result<()>) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
         self.done = true;
         cursor_status.err().map(Err)
@@ -489,11 +532,8 @@ impl Iterator for RangeIter {
         if self.done {
             return None;
         }
-        let front = match &mut self.front {
-            Some(front) => {
-                front.next();
-                front
-            }
+        match &mut self.front {
+            Some(front) => front.next(),
             None => {
                 let mut front = match self.source.cursor() {
                     Ok(c) => c,
@@ -516,29 +556,10 @@ impl Iterator for RangeIter {
                         }
                     }
                 }
-                self.front.insert(front)
+                self.front = Some(front);
             }
         };
-        if !front.valid() {
-            let status = front.status();
-            return self.finish_with(status);
-        }
-        let key = front.key();
-        let ucmp = self.source.icmp.user_comparator();
-        let crossed = self
-            .back
-            .as_ref()
-            .is_some_and(|b| ucmp.compare(key, b.key()).is_ge());
-        let past_end = match &self.end {
-            Bound::Unbounded => false,
-            Bound::Included(e) => ucmp.compare(key, e).is_gt(),
-            Bound::Excluded(e) => ucmp.compare(key, e).is_ge(),
-        };
-        if crossed || past_end {
-            self.done = true;
-            return None;
-        }
-        Some(Ok((key.to_vec(), front.value().to_vec())))
+        self.emit(true)
     }
 }
 
@@ -547,11 +568,8 @@ impl DoubleEndedIterator for RangeIter {
         if self.done {
             return None;
         }
-        let back = match &mut self.back {
-            Some(back) => {
-                back.prev();
-                back
-            }
+        match &mut self.back {
+            Some(back) => back.prev(),
             None => {
                 let mut back = match self.source.cursor() {
                     Ok(c) => c,
@@ -580,28 +598,9 @@ impl DoubleEndedIterator for RangeIter {
                         }
                     }
                 }
-                self.back.insert(back)
+                self.back = Some(back);
             }
         };
-        if !back.valid() {
-            let status = back.status();
-            return self.finish_with(status);
-        }
-        let key = back.key();
-        let ucmp = self.source.icmp.user_comparator();
-        let crossed = self
-            .front
-            .as_ref()
-            .is_some_and(|f| ucmp.compare(key, f.key()).is_le());
-        let before_start = match &self.start {
-            Bound::Unbounded => false,
-            Bound::Included(s) => ucmp.compare(key, s).is_lt(),
-            Bound::Excluded(s) => ucmp.compare(key, s).is_le(),
-        };
-        if crossed || before_start {
-            self.done = true;
-            return None;
-        }
-        Some(Ok((key.to_vec(), back.value().to_vec())))
+        self.emit(false)
     }
 }
