@@ -134,6 +134,24 @@ fn unit(benchmark: &str) -> &'static str {
 type Results = BTreeMap<String, BTreeMap<String, Vec<JsonRun>>>;
 
 pub fn run(flags: &Flags) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("finding db_bench itself: {e}"))?;
+    if let Some(path) = &flags.render {
+        // Write the report again from a previous run's results.json.
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let results: Results = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: unreadable results: {e}", path.display()))?;
+        let engines: Vec<String> = engine::ALL
+            .iter()
+            .filter(|e| {
+                results
+                    .values()
+                    .any(|by_engine| by_engine.contains_key(**e))
+            })
+            .map(|e| e.to_string())
+            .collect();
+        return write_report(flags, &engines, &results, &exe);
+    }
     let engines: Vec<String> = if flags.engines.is_empty() {
         engine::available().iter().map(|s| s.to_string()).collect()
     } else {
@@ -147,7 +165,6 @@ pub fn run(flags: &Flags) -> Result<(), String> {
             ));
         }
     }
-    let exe = std::env::current_exe().map_err(|e| format!("finding db_bench itself: {e}"))?;
     let scratch = tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?;
     let mut results: Results = BTreeMap::new();
     for config in CONFIGS {
@@ -339,7 +356,8 @@ fn chart(path: &Path, title: &str, unit: &str, rows: &[Row]) -> Result<(), Strin
         .y_label_area_size(130)
         .build_cartesian_2d(0f64..max * 1.45, (0..n).into_segmented())
         .map_err(|e| err(&e))?;
-    let names: Vec<String> = rows.iter().map(|r| r.engine.clone()).collect();
+    // Segment 0 is at the bottom: the first row goes to the top, as the reports list engines.
+    let names: Vec<String> = rows.iter().rev().map(|r| r.engine.clone()).collect();
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -363,7 +381,7 @@ fn chart(path: &Path, title: &str, unit: &str, rows: &[Row]) -> Result<(), Strin
     };
     chart
         .draw_series(rows.iter().enumerate().map(|(i, r)| {
-            let i = i as i32;
+            let i = n - 1 - i as i32;
             Rectangle::new(
                 [
                     (0.0, SegmentValue::Exact(i)),
@@ -384,7 +402,10 @@ fn chart(path: &Path, title: &str, unit: &str, rows: &[Row]) -> Result<(), Strin
             }
             Text::new(
                 label,
-                (r.value + max * 0.01, SegmentValue::CenterOf(i as i32)),
+                (
+                    r.value + max * 0.01,
+                    SegmentValue::CenterOf(n - 1 - i as i32),
+                ),
                 ("sans-serif", 12),
             )
         }))
@@ -513,7 +534,8 @@ fn write_report(
         format!("{:?}", flags.key_order).to_lowercase(),
         flags.runs.max(1)
     );
-    for config in CONFIGS {
+    // The disk-usage runs are reported in the disk table only ("large" is both).
+    for config in CONFIGS.iter().filter(|c| !c.id.starts_with("disk-")) {
         let _ = writeln!(html, "<h2>{}</h2>\n<p>{}</p>", config.title, config.about);
         let _ = writeln!(md, "### {}\n\n{}\n", config.title, config.about);
         let benchmarks: Vec<&str> = config

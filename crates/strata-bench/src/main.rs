@@ -107,6 +107,10 @@ pub struct Flags {
     /// With --compare: runs per configuration and engine; the report holds medians.
     #[arg(long, default_value_t = 1)]
     pub runs: usize,
+    /// With --compare: write the report from this results.json of an earlier run instead of
+    /// running anything (the number of entries and runs in the text come from the flags).
+    #[arg(long)]
+    pub render: Option<std::path::PathBuf>,
     /// With --compare: where to write index.html, the charts, report.md and results.json.
     #[arg(long, default_value = "target/report")]
     pub report_dir: std::path::PathBuf,
