@@ -121,6 +121,11 @@ const CONFIGS: &[Config] = &[
     },
 ];
 
+/// The ids of the configurations, for `--configs`.
+pub fn config_ids() -> Vec<&'static str> {
+    CONFIGS.iter().map(|c| c.id).collect()
+}
+
 /// The benchmarks whose rates are entries per second, not operations.
 fn unit(benchmark: &str) -> &'static str {
     if benchmark.contains("batch") {
@@ -165,9 +170,18 @@ pub fn run(flags: &Flags) -> Result<(), String> {
             ));
         }
     }
+    for c in &flags.configs {
+        if !config_ids().contains(&c.as_str()) {
+            return Err(format!(
+                "unknown configuration '{c}' (known: {})",
+                config_ids().join(", ")
+            ));
+        }
+    }
+    let chosen = |c: &Config| flags.configs.is_empty() || flags.configs.iter().any(|x| x == c.id);
     let scratch = tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?;
     let mut results: Results = BTreeMap::new();
-    for config in CONFIGS {
+    for config in CONFIGS.iter().filter(|c| chosen(c)) {
         for run in 0..flags.runs.max(1) {
             for engine in &engines {
                 eprintln!(
@@ -535,7 +549,10 @@ fn write_report(
         flags.runs.max(1)
     );
     // The disk-usage runs are reported in the disk table only ("large" is both).
-    for config in CONFIGS.iter().filter(|c| !c.id.starts_with("disk-")) {
+    for config in CONFIGS
+        .iter()
+        .filter(|c| !c.id.starts_with("disk-") && results.contains_key(c.id))
+    {
         let _ = writeln!(html, "<h2>{}</h2>\n<p>{}</p>", config.title, config.about);
         let _ = writeln!(md, "### {}\n\n{}\n", config.title, config.about);
         let benchmarks: Vec<&str> = config

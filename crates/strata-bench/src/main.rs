@@ -104,6 +104,9 @@ pub struct Flags {
     /// With --compare: the engines to compare (default: every engine of this build).
     #[arg(long, value_delimiter = ',')]
     pub engines: Vec<String>,
+    /// With --compare: the configurations to run (default: all); `--list` names them.
+    #[arg(long, value_delimiter = ',')]
+    pub configs: Vec<String>,
     /// With --compare: runs per configuration and engine; the report holds medians.
     #[arg(long, default_value_t = 1)]
     pub runs: usize,
@@ -141,6 +144,10 @@ fn main() {
             println!("  {name:<16} {what}");
         }
         println!("engines in this build: {}", engine::available().join(", "));
+        println!(
+            "--compare configurations: {}",
+            compare::config_ids().join(", ")
+        );
         return;
     }
     if flags.compare {
