@@ -234,9 +234,18 @@ impl Progress {
         }
     }
 
+    /// A per-thread counter that reports to this progress in steps of 1024 operations, so that
+    /// threads do not contend on the shared count at every operation.
+    pub fn tally(&self) -> Tally<'_> {
+        Tally {
+            progress: self,
+            pending: 0,
+        }
+    }
+
     /// Counts `n` more operations done.
     #[inline]
-    pub fn add(&self, n: u64) {
+    fn add(&self, n: u64) {
         let done = self.done.fetch_add(n, Ordering::Relaxed) + n;
         if done >= self.next_report.load(Ordering::Relaxed) {
             self.report(done);
@@ -291,6 +300,30 @@ impl Progress {
             let mut err = std::io::stderr().lock();
             let _ = write!(err, "\r{:78}\r", "");
             let _ = err.flush();
+        }
+    }
+}
+
+/// One thread's uncounted operations; see [`Progress::tally`]. Reports the rest when dropped.
+pub struct Tally<'a> {
+    progress: &'a Progress,
+    pending: u64,
+}
+
+impl Tally<'_> {
+    #[inline]
+    pub fn add(&mut self, n: u64) {
+        self.pending += n;
+        if self.pending >= 1024 {
+            self.progress.add(std::mem::take(&mut self.pending));
+        }
+    }
+}
+
+impl Drop for Tally<'_> {
+    fn drop(&mut self) {
+        if self.pending > 0 {
+            self.progress.add(self.pending);
         }
     }
 }

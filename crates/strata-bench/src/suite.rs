@@ -550,6 +550,7 @@ impl<'a> Worker<'a> {
         sync: bool,
         progress: &Progress,
     ) -> EngineResult<WorkerResult> {
+        let mut tally = progress.tally();
         let (key_size, value_size) = (self.flags.key_size, self.plan.value_size);
         let per_batch = per_batch.max(1) as usize;
         let mut keys: Vec<Vec<u8>> = vec![Vec::with_capacity(key_size); per_batch];
@@ -570,7 +571,7 @@ impl<'a> Worker<'a> {
                 .collect();
             self.timed(|| db.write(&entries, sync))?;
             i += n as u64;
-            progress.add(n as u64);
+            tally.add(n as u64);
         }
         Ok(WorkerResult {
             ops: count,
@@ -580,11 +581,12 @@ impl<'a> Worker<'a> {
     }
 
     fn delete(&mut self, db: &dyn Engine, progress: &Progress) -> EngineResult<WorkerResult> {
+        let mut tally = progress.tally();
         let mut key = Vec::with_capacity(self.flags.key_size);
         for _ in 0..self.plan.count {
             make_key(&mut key, self.keys.next(), self.flags.key_size);
             self.timed(|| db.delete(&[&key], false))?;
-            progress.add(1);
+            tally.add(1);
         }
         Ok(WorkerResult {
             ops: self.plan.count,
@@ -598,6 +600,7 @@ impl<'a> Worker<'a> {
         missing: bool,
         progress: &Progress,
     ) -> EngineResult<WorkerResult> {
+        let mut tally = progress.tally();
         let mut key = Vec::with_capacity(self.flags.key_size + 1);
         let mut value = Vec::new();
         let mut found = 0;
@@ -612,7 +615,7 @@ impl<'a> Worker<'a> {
                 found += 1;
                 bytes += (key.len() + value.len()) as u64;
             }
-            progress.add(1);
+            tally.add(1);
         }
         Ok(WorkerResult {
             ops: self.plan.count,
@@ -623,6 +626,7 @@ impl<'a> Worker<'a> {
     }
 
     fn seek(&mut self, db: &dyn Engine, progress: &Progress) -> EngineResult<WorkerResult> {
+        let mut tally = progress.tally();
         let mut key = Vec::with_capacity(self.flags.key_size);
         let mut at = Vec::new();
         let mut found = 0;
@@ -631,7 +635,7 @@ impl<'a> Worker<'a> {
             if self.timed(|| db.seek(&key, &mut at))? && at == key {
                 found += 1;
             }
-            progress.add(1);
+            tally.add(1);
         }
         Ok(WorkerResult {
             ops: self.plan.count,
