@@ -44,6 +44,7 @@
 
 mod batch;
 pub mod cache;
+pub mod check;
 pub mod coding;
 mod compaction;
 mod comparator;
@@ -64,6 +65,7 @@ pub mod table;
 pub mod version;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};
+pub use check::{check, CheckReport};
 pub use comparator::{bytewise, BytewiseComparator, Comparator};
 pub use db::{destroy, Db, DbIterator, RangeIter, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use env::{CrashMode, Env, MemEnv, PosixEnv};

@@ -18,7 +18,7 @@ pub use block::{Block, BlockIter};
 pub use block_builder::BlockBuilder;
 pub use builder::TableBuilder;
 pub use format::{BlockHandle, Compression, Footer};
-pub use reader::{BlockReadOptions, Table, TableIter};
+pub use reader::{BlockReadOptions, Table, TableIter, TableVerification};
 
 use crate::comparator::{BytewiseComparator, Comparator};
 use crate::filter::FilterPolicy;

@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`check`]: reading every byte a database depends on and listing what is damaged, without
+//! changing anything.
+//!
+//! What the database depends on is what opening it reads: `CURRENT`, the MANIFEST it names, the
+//! tables that MANIFEST lists, and the logs not yet flushed to tables. Each is read whole:
+//! every log and MANIFEST record (and each record's decoding), every block of every table
+//! (checksums, block structure, key order, the index against the blocks). Other files in the
+//! directory (obsolete tables and logs, older MANIFESTs, temporary files) are listed as unused
+//! and not read: opening the database would delete them.
+//!
+//! A record torn at the end of a log, as a crash while writing leaves it, is not damage: opening
+//! the database treats it as the log's end, and so does `check`.
+//!
+//! Locking: `check` takes the shared lock on `LOCK` when the file exists, as a read-only open
+//! does, so it never reads a database that a writer has open.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::batch::WriteBatch;
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::filename;
+pub use crate::filename::FileKind;
+use crate::log::{LogReader, ReadMode};
+use crate::options::Options;
+use crate::table::{Table, TableVerification};
+use crate::version::set::read_current;
+use crate::version::{FileMetaData, VersionEdit, NUM_LEVELS};
+
+/// What [`check`] found.
+#[derive(Debug, Clone, Default)]
+pub struct CheckReport {
+    /// The MANIFEST `CURRENT` names, if `CURRENT` could be read.
+    pub manifest: Option<String>,
+    /// The comparator the MANIFEST records.
+    pub comparator: Option<String>,
+    /// The last sequence number the MANIFEST records (writes in the logs come after it).
+    pub last_sequence: Option<u64>,
+    /// Every file of the database's kinds in the directory, in name order.
+    pub files: Vec<CheckedFile>,
+    /// Every damaged piece, in the order found.
+    pub damage: Vec<Damage>,
+}
+
+impl CheckReport {
+    /// True if nothing the database depends on is damaged or missing.
+    pub fn is_sound(&self) -> bool {
+        self.damage.is_empty()
+    }
+
+    /// The tables the MANIFEST lists, with their levels.
+    pub fn live_tables(&self) -> impl Iterator<Item = &CheckedFile> {
+        self.files
+            .iter()
+            .filter(|f| f.kind == FileKind::Table && f.live)
+    }
+}
+
+/// One file of the database's directory.
+#[derive(Debug, Clone)]
+pub struct CheckedFile {
+    /// The file name.
+    pub name: String,
+    /// What the name says the file is.
+    pub kind: FileKind,
+    /// Its size in bytes.
+    pub size: u64,
+    /// True if the database depends on it, so `check` read it.
+    pub live: bool,
+    /// For a live table, its level.
+    pub level: Option<usize>,
+    /// Records read: log records (write batches), MANIFEST records (version edits), or table
+    /// entries.
+    pub records: u64,
+    /// For a log, the puts and deletions its batches hold.
+    pub operations: u64,
+    /// For a table, what reading it found (its `damage` is moved into the report's).
+    pub table: Option<TableVerification>,
+}
+
+/// One damaged or missing piece of a database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// The file it is in (or that is missing).
+    pub file: PathBuf,
+    /// The byte offset of the damage, when it is at one place in the file.
+    pub offset: Option<u64>,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl Damage {
+    fn new(file: impl Into<PathBuf>, offset: Option<u64>, reason: impl Into<String>) -> Damage {
+        Damage {
+            file: file.into(),
+            offset,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl From<Error> for Damage {
+    fn from(e: Error) -> Damage {
+        match e {
+            Error::Corruption {
+                file,
+                offset,
+                reason,
+            } => Damage::new(file, Some(offset), reason),
+            Error::Io { path, op, source } => Damage::new(path, None, format!("{op}: {source}")),
+            other => Damage::new(PathBuf::new(), None, other.to_string()),
+        }
+    }
+}
+
+impl fmt::Display for Damage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(offset) = self.offset {
+            write!(f, " at offset {offset}")?;
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
+
+/// Reads every file the database in `path` depends on and reports what is damaged or missing.
+/// Changes nothing, creates nothing, and can run on a database that will not open.
+///
+/// `options` supplies the env, the comparator (the order keys are checked against) and the
+/// filter policy; the other options do not matter.
+///
+/// # Example
+///
+/// ```
+/// use strata::{check, Db, Options, WriteOptions};
+/// # let dir = tempfile::tempdir().unwrap();
+/// let options = Options { create_if_missing: true, ..Options::default() };
+/// let db = Db::open(dir.path(), options.clone())?;
+/// db.put(&WriteOptions::default(), b"k", b"v")?;
+/// drop(db);
+/// let report = check(dir.path(), &options)?;
+/// assert!(report.is_sound());
+/// assert_eq!(report.files.iter().map(|f| f.operations).sum::<u64>(), 1);
+/// # Ok::<(), strata::Error>(())
+/// ```
+///
+/// # Errors
+/// Damage is in the report, not an error. Errors are for what stops the check from starting:
+/// `path` does not exist or holds no database ([`Error::InvalidArgument`]), a writer holds the
+/// database ([`Error::Locked`]), the directory cannot be listed ([`Error::Io`]), or the
+/// MANIFEST records another comparator than `options`'.
+pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
+    let dir = path.as_ref();
+    let options = options.sanitized()?;
+    let env = &*options.env;
+    if !env.exists(dir) {
+        return Err(Error::invalid_argument(format!(
+            "{} does not exist",
+            dir.display()
+        )));
+    }
+    let mut names = env.children(dir)?;
+    names.sort();
+    let kinds: Vec<(String, FileKind, u64)> = names
+        .into_iter()
+        .filter_map(|name| {
+            let (kind, number) = filename::parse_file_name(&name)?;
+            Some((name, kind, number))
+        })
+        .collect();
+    let holds_database_files = kinds.iter().any(|(_, kind, _)| {
+        matches!(
+            kind,
+            FileKind::Current | FileKind::Manifest | FileKind::Table | FileKind::Log
+        )
+    });
+    if !holds_database_files {
+        return Err(Error::invalid_argument(format!(
+            "{} is not a database: it holds no CURRENT, MANIFEST, table or log file",
+            dir.display()
+        )));
+    }
+    let lock_path = filename::lock_file(dir);
+    let _lock = if env.exists(&lock_path) {
+        Some(env.lock_file_shared(&lock_path)?)
+    } else {
+        None
+    };
+
+    let mut report = CheckReport::default();
+    let mut found_tables = BTreeSet::new();
+    let manifest = read_manifest(env, dir, &options, &mut report)?;
+    for (name, kind, number) in kinds {
+        let path = dir.join(&name);
+        let size = match env.file_size(&path) {
+            Ok(size) => size,
+            Err(e) => {
+                report.damage.push(e.into());
+                continue;
+            }
+        };
+        let mut file = CheckedFile {
+            name: name.clone(),
+            kind,
+            size,
+            live: false,
+            level: None,
+            records: 0,
+            operations: 0,
+            table: None,
+        };
+        match kind {
+            FileKind::Current => file.live = true,
+            FileKind::Manifest => {
+                if report.manifest.as_deref() == Some(name.as_str()) {
+                    file.live = true;
+                    file.records = manifest.as_ref().map_or(0, |m| m.records);
+                }
+            }
+            FileKind::Log => {
+                if manifest.as_ref().is_some_and(|m| m.log_is_live(number)) {
+                    file.live = true;
+                    check_log(env, &path, &mut file, &mut report.damage);
+                }
+            }
+            FileKind::Table => {
+                let listed = manifest.as_ref().and_then(|m| m.tables.get(&number));
+                if let Some((level, meta)) = listed {
+                    found_tables.insert(number);
+                    file.live = true;
+                    file.level = Some(*level);
+                    check_table(env, &path, &options, meta, &mut file, &mut report.damage);
+                }
+            }
+            FileKind::Lock | FileKind::InfoLog | FileKind::Temp => {}
+        }
+        report.files.push(file);
+    }
+    if let Some(manifest) = &manifest {
+        for (number, (level, _)) in &manifest.tables {
+            if !found_tables.contains(number) {
+                report.damage.push(Damage::new(
+                    filename::table_file(dir, *number),
+                    None,
+                    format!("table listed at level {level} in the MANIFEST is missing"),
+                ));
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// What the MANIFEST says the database is made of.
+struct ManifestState {
+    records: u64,
+    log_number: u64,
+    prev_log_number: u64,
+    /// Live tables by number: their level and what the MANIFEST records of them.
+    tables: BTreeMap<u64, (usize, FileMetaData)>,
+}
+
+impl ManifestState {
+    fn log_is_live(&self, number: u64) -> bool {
+        number >= self.log_number || (number != 0 && number == self.prev_log_number)
+    }
+}
+
+/// Reads `CURRENT` and the MANIFEST it names, recording damage. `None` if the database's state
+/// could not be read far enough to know which files are live.
+fn read_manifest(
+    env: &dyn Env,
+    dir: &Path,
+    options: &Options,
+    report: &mut CheckReport,
+) -> Result<Option<ManifestState>> {
+    let current = filename::current_file(dir);
+    if !env.exists(&current) {
+        report.damage.push(Damage::new(
+            current,
+            None,
+            "CURRENT is missing: the database's MANIFEST is unknown",
+        ));
+        return Ok(None);
+    }
+    let name = match read_current(env, dir) {
+        Ok(name) => name,
+        Err(e) => {
+            report.damage.push(e.into());
+            return Ok(None);
+        }
+    };
+    report.manifest = Some(name.clone());
+    let path = dir.join(&name);
+    let file = match env.new_sequential_file(&path) {
+        Ok(file) => file,
+        Err(e) if e.is_not_found() => {
+            report.damage.push(Damage::new(
+                &path,
+                None,
+                "the MANIFEST that CURRENT names is missing",
+            ));
+            return Ok(None);
+        }
+        Err(e) => {
+            report.damage.push(e.into());
+            return Ok(None);
+        }
+    };
+    let mut reader = LogReader::new(file, &path, ReadMode::Tolerant);
+    let mut state = ManifestState {
+        records: 0,
+        log_number: 0,
+        prev_log_number: 0,
+        tables: BTreeMap::new(),
+    };
+    let (mut log_number, mut next_file, mut last_sequence) = (None, None, None);
+    loop {
+        let record = match reader.next_record() {
+            Ok(Some(record)) => record,
+            Ok(None) => break,
+            Err(e) => {
+                report.damage.push(e.into());
+                break;
+            }
+        };
+        state.records += 1;
+        let decoded = VersionEdit::decode(record);
+        let offset = reader.last_record_offset();
+        let edit = match decoded {
+            Ok(edit) => edit,
+            Err(e) => {
+                let mut damage = Damage::from(e);
+                damage.file = path.clone();
+                damage.offset = Some(offset + damage.offset.unwrap_or(0));
+                report.damage.push(damage);
+                continue;
+            }
+        };
+        if let Some(c) = &edit.comparator {
+            let ours = options.comparator.name();
+            if c != ours {
+                return Err(Error::invalid_argument(format!(
+                    "{} was created with comparator {c}, not {ours}",
+                    dir.display()
+                )));
+            }
+            report.comparator = Some(c.clone());
+        }
+        for (level, number) in &edit.deleted_files {
+            if state.tables.get(number).map(|(l, _)| l) == Some(level) {
+                state.tables.remove(number);
+            }
+        }
+        for (level, meta) in &edit.new_files {
+            if *level >= NUM_LEVELS {
+                report.damage.push(Damage::new(
+                    &path,
+                    Some(offset),
+                    format!("table {} is at level {level}, past the last", meta.number),
+                ));
+                continue;
+            }
+            state.tables.insert(meta.number, (*level, meta.clone()));
+        }
+        log_number = edit.log_number.or(log_number);
+        state.prev_log_number = edit.prev_log_number.unwrap_or(state.prev_log_number);
+        next_file = edit.next_file_number.or(next_file);
+        last_sequence = edit.last_sequence.or(last_sequence);
+    }
+    for c in reader.corruptions() {
+        report.damage.push(Damage::new(
+            &path,
+            Some(c.offset),
+            format!("{} ({} bytes dropped)", c.reason, c.dropped_bytes),
+        ));
+    }
+    for (what, value) in [
+        ("log-number", log_number),
+        ("next-file", next_file),
+        ("last-sequence", last_sequence),
+    ] {
+        if value.is_none() {
+            report.damage.push(Damage::new(
+                &path,
+                None,
+                format!("MANIFEST has no {what} entry"),
+            ));
+        }
+    }
+    report.last_sequence = last_sequence;
+    state.log_number = log_number.unwrap_or(0);
+    Ok(Some(state))
+}
+
+/// Reads every record of the log at `path` and decodes each as a write batch.
+fn check_log(env: &dyn Env, path: &Path, file: &mut CheckedFile, damage: &mut Vec<Damage>) {
+    let source = match env.new_sequential_file(path) {
+        Ok(source) => source,
+        Err(e) => return damage.push(e.into()),
+    };
+    let mut reader = LogReader::new(source, path, ReadMode::Tolerant);
+    loop {
+        match reader.next_record() {
+            Ok(Some(record)) => {
+                file.records += 1;
+                let decoded = WriteBatch::decode(record);
+                match decoded {
+                    Ok(batch) => file.operations += u64::from(batch.count()),
+                    Err(e) => damage.push(Damage::new(
+                        path,
+                        Some(reader.last_record_offset()),
+                        format!("record is not a write batch: {e}"),
+                    )),
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                damage.push(e.into());
+                break;
+            }
+        }
+    }
+    for c in reader.corruptions() {
+        damage.push(Damage::new(
+            path,
+            Some(c.offset),
+            format!("{} ({} bytes dropped)", c.reason, c.dropped_bytes),
+        ));
+    }
+}
+
+/// Reads every block of the table at `path` and compares it with what the MANIFEST records.
+fn check_table(
+    env: &dyn Env,
+    path: &Path,
+    options: &Options,
+    meta: &FileMetaData,
+    file: &mut CheckedFile,
+    damage: &mut Vec<Damage>,
+) {
+    if file.size != meta.file_size {
+        damage.push(Damage::new(
+            path,
+            None,
+            format!(
+                "table is {} bytes; the MANIFEST records {}",
+                file.size, meta.file_size
+            ),
+        ));
+    }
+    let table = env
+        .new_random_access_file(path)
+        .and_then(|f| Table::open(options.table_options(), f, path, file.size, None));
+    let table = match table {
+        Ok(table) => table,
+        Err(e) => return damage.push(e.into()),
+    };
+    let mut verified = table.verify();
+    damage.extend(verified.damage.drain(..).map(Damage::from));
+    let icmp = crate::key::InternalKeyComparator::new(options.comparator.clone());
+    use crate::comparator::Comparator as _;
+    if let Some(smallest) = &verified.smallest {
+        if icmp.compare(smallest, &meta.smallest) == std::cmp::Ordering::Less {
+            damage.push(Damage::new(
+                path,
+                None,
+                "table holds a key below the smallest the MANIFEST records",
+            ));
+        }
+    }
+    if let Some(largest) = &verified.largest {
+        if icmp.compare(largest, &meta.largest) == std::cmp::Ordering::Greater {
+            damage.push(Damage::new(
+                path,
+                None,
+                "table holds a key above the largest the MANIFEST records",
+            ));
+        }
+    }
+    file.records = verified.entries;
+    file.table = Some(verified);
+}
+
+#[cfg(test)]
+mod tests;
