@@ -219,7 +219,9 @@ fn write_stats_text(
     row(out, "total", total)?;
     writeln!(out)?;
     // One num-files-at-levelN a level repeats the table above; JSON keeps them.
-    let shown = properties.iter().filter(|(n, _)| !n.contains("num-files-at-level"));
+    let shown = properties
+        .iter()
+        .filter(|(n, _)| !n.contains("num-files-at-level"));
     for (name, value) in shown {
         if value.contains('\n') {
             writeln!(out, "{name}:")?;

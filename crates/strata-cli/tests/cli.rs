@@ -1,0 +1,729 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Runs the `strata` binary: every command, and every error path, on real databases in
+//! temporary directories, including copies of the databases LevelDB 1.23 wrote.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use strata::{Db, Options, ReadOptions, WriteOptions};
+
+/// Runs `strata` with `args` (and `stdin`, if any).
+fn strata_with_input(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run strata");
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    let output = child.wait_with_output().expect("wait for strata");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("backtrace"),
+        "strata {args:?} panicked: {stderr}"
+    );
+    output
+}
+
+fn strata(args: &[&str]) -> Output {
+    strata_with_input(args, None)
+}
+
+/// Runs a command that must succeed, and returns its stdout.
+fn ok(args: &[&str]) -> String {
+    let out = strata(args);
+    assert!(
+        out.status.success(),
+        "strata {args:?} failed ({:?}): {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// Runs a command that must fail with `code` and one line on stderr; returns that line.
+fn fails(args: &[&str], code: i32) -> String {
+    let out = strata(args);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "strata {args:?}: stdout {} stderr {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    one_line(&out.stderr)
+}
+
+fn one_line(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr).into_owned();
+    assert_eq!(text.lines().count(), 1, "not one line: {text:?}");
+    assert!(text.starts_with("strata: "), "{text:?}");
+    text
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Every file in `dir` (recursively) with its contents.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(snapshot(&path));
+        } else {
+            files.insert(path.clone(), fs::read(&path).unwrap());
+        }
+    }
+    files
+}
+
+fn project_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../strata/tests/fixtures/leveldb-1.23")
+}
+
+/// The shared fixtures beside the project (for the large `compacted` one); required in CI.
+fn shared_fixtures() -> Option<PathBuf> {
+    let dir = match std::env::var_os("STRATA_SHARED_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+    }
+    .join("fixtures/leveldb-1.23");
+    if dir.join("compacted").is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must have {}",
+        dir.display()
+    );
+    None
+}
+
+/// Copies fixture `name` into a new temporary directory: the fixture itself is never opened.
+fn copy_fixture(root: &Path, name: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for entry in fs::read_dir(root.join(name)).unwrap() {
+        let entry = entry.unwrap();
+        let dest = tmp.path().join(entry.file_name());
+        fs::copy(entry.path(), &dest).unwrap();
+        let mut perms = fs::metadata(&dest).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perms.set_readonly(false);
+        fs::set_permissions(&dest, perms).unwrap();
+    }
+    tmp
+}
+
+fn expected_tsv(root: &Path, name: &str) -> String {
+    let plain = root.join(format!("{name}.expected.tsv"));
+    if plain.exists() {
+        return fs::read_to_string(plain).unwrap();
+    }
+    let gz = fs::File::open(root.join(format!("{name}.expected.tsv.gz"))).unwrap();
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_string(&mut text)
+        .unwrap();
+    text
+}
+
+/// A database of `n` keys `key00000`.. with values `value-i`, flushed into tables, plus a few
+/// writes left in the log.
+fn database(n: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        create_if_missing: true,
+        write_buffer_size: 64 << 10,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    for i in 0..n {
+        let key = format!("key{i:05}");
+        db.put(
+            &WriteOptions::default(),
+            key.as_bytes(),
+            format!("value-{i}").as_bytes(),
+        )
+        .unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.put(&WriteOptions::default(), b"zz-in-the-log", b"1")
+        .unwrap();
+    dir
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn put_get_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    ok(&["put", p(&db), "apple", "red", "--create"]);
+    ok(&["put", p(&db), "pear", "green", "--sync"]);
+    assert_eq!(ok(&["get", p(&db), "apple"]), "red\n");
+    ok(&["delete", p(&db), "apple"]);
+    let err = fails(&["get", p(&db), "apple"], 1);
+    assert!(err.contains("'apple' not found in"), "{err}");
+    // Hex keys read, and hex values printed.
+    assert_eq!(ok(&["get", p(&db), "70656172", "--hex"]), "677265656e\n");
+    ok(&["put", p(&db), "00ff", "", "--hex"]);
+    assert_eq!(ok(&["get", p(&db), "00ff", "--hex"]), "\n");
+    // Without --create, a new path is refused, with a hint, and nothing is created.
+    let other = dir.path().join("other");
+    let err = fails(&["put", p(&other), "k", "v"], 1);
+    assert!(err.contains("--create") && err.contains(p(&other)), "{err}");
+    assert!(!other.exists());
+}
+
+#[test]
+fn load_then_export_round_trips_binary_data_through_hex() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    // Keys and values with every byte value, tabs, newlines, empty strings.
+    let mut entries = BTreeMap::new();
+    for i in 0..=255u8 {
+        let key = vec![i, b'\t', 255 - i, b'\n'];
+        let value: Vec<u8> = (0..i).map(|j| j.wrapping_mul(i)).collect();
+        entries.insert(key, value);
+    }
+    entries.insert(Vec::new(), b"empty key".to_vec());
+    entries.insert(b"empty value".to_vec(), Vec::new());
+    let mut input = String::new();
+    for (k, v) in entries.iter().rev() {
+        input.push_str(&format!("{}\t{}\n", hex(k), hex(v)));
+    }
+    let file = dir.path().join("input.tsv");
+    fs::write(&file, &input).unwrap();
+    ok(&[
+        "load",
+        p(&db),
+        p(&file),
+        "--hex",
+        "--create",
+        "--batch",
+        "7",
+    ]);
+
+    let expected: String = entries
+        .iter()
+        .map(|(k, v)| format!("{}\t{}\n", hex(k), hex(v)))
+        .collect();
+    assert_eq!(ok(&["export", p(&db), "--hex"]), expected);
+    let exported = dir.path().join("export.tsv");
+    ok(&["export", p(&db), p(&exported), "--hex"]);
+    assert_eq!(fs::read_to_string(&exported).unwrap(), expected);
+
+    // The export loads into another database (from stdin) with the same contents.
+    let copy = dir.path().join("copy");
+    let out = strata_with_input(
+        &["load", p(&copy), "--hex", "--create"],
+        Some(expected.as_bytes()),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reopened = Db::open_read_only(&copy, Options::default()).unwrap();
+    let read: BTreeMap<Vec<u8>, Vec<u8>> = reopened
+        .scan(&ReadOptions::default())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(read, entries);
+
+    // Text mode refuses what it cannot print as a line, and says to use --hex.
+    let err = fails(&["export", p(&db)], 1);
+    assert!(err.contains("use --hex"), "{err}");
+    let err = fails(&["scan", p(&db)], 1);
+    assert!(err.contains("use --hex"), "{err}");
+}
+
+#[test]
+fn load_reports_the_bad_line_and_keeps_the_lines_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let input = "a\t1\n\nb\t2 with\ttabs\nno tab here\nc\t3\n";
+    let out = strata_with_input(
+        &["load", p(&db), "--create", "--batch", "1"],
+        Some(input.as_bytes()),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = one_line(&out.stderr);
+    assert!(
+        err.contains("standard input, line 4: no tab between key and value")
+            && err.contains("the 2 entries before it are written"),
+        "{err}"
+    );
+    assert_eq!(ok(&["scan", p(&db)]), "a\t1\nb\t2 with\ttabs\n");
+
+    let bad_hex = dir.path().join("bad.tsv");
+    fs::write(&bad_hex, "6b\t76\n6b\tzz\n").unwrap();
+    let err = fails(&["load", p(&db), p(&bad_hex), "--hex"], 1);
+    assert!(
+        err.contains(&format!(
+            "{}, line 2: value: z at position 1 is not a hex digit",
+            p(&bad_hex)
+        )),
+        "{err}"
+    );
+    let not_utf8 = dir.path().join("latin1.tsv");
+    fs::write(&not_utf8, b"caf\xe9\tx\n").unwrap();
+    let err = fails(&["load", p(&db), p(&not_utf8)], 1);
+    assert!(
+        err.contains("line 1: key: not UTF-8") && err.contains("--hex"),
+        "{err}"
+    );
+    let err = fails(&["load", p(&db), p(&dir.path().join("missing.tsv"))], 1);
+    assert!(
+        err.contains("cannot open") && err.contains("missing.tsv"),
+        "{err}"
+    );
+}
+
+#[test]
+fn scan_selects_orders_limits_and_counts() {
+    let dir = database(1000);
+    let db = p(dir.path());
+    let all = ok(&["scan", db]);
+    assert_eq!(all.lines().count(), 1001);
+    assert!(all.starts_with("key00000\tvalue-0\nkey00001\tvalue-1\n"));
+    assert_eq!(
+        ok(&["scan", db, "--from", "key00998"]),
+        "key00998\tvalue-998\nkey00999\tvalue-999\nzz-in-the-log\t1\n"
+    );
+    assert_eq!(
+        ok(&["scan", db, "--to", "key00002", "--keys-only"]),
+        "key00000\nkey00001\n"
+    );
+    assert_eq!(
+        ok(&[
+            "scan",
+            db,
+            "--prefix",
+            "key0099",
+            "--reverse",
+            "--limit",
+            "3",
+            "--keys-only"
+        ]),
+        "key00999\nkey00998\nkey00997\n"
+    );
+    assert_eq!(ok(&["scan", db, "--prefix", "key001", "--count"]), "100\n");
+    assert_eq!(
+        ok(&["scan", db, "--from", "key00500", "--to", "key00400", "--count"]),
+        "0\n"
+    );
+    assert_eq!(
+        ok(&["scan", db, "--count", "--json"]).trim(),
+        r#"{"count":1001}"#
+    );
+    let json = ok(&["scan", db, "--prefix", "zz", "--json"]);
+    let line: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(
+        line,
+        serde_json::json!({"key": "zz-in-the-log", "value": "1"})
+    );
+    let json = ok(&[
+        "scan",
+        db,
+        "--prefix",
+        "7a7a",
+        "--hex",
+        "--json",
+        "--keys-only",
+    ]);
+    assert_eq!(
+        json.trim(),
+        format!(r#"{{"key":"{}"}}"#, hex(b"zz-in-the-log"))
+    );
+}
+
+#[test]
+fn every_leveldb_fixture_scans_to_its_expected_contents() {
+    let mut roots = vec![(project_fixtures(), "log-only")];
+    for name in ["log-edge", "small", "uncompressed", "with-log"] {
+        roots.push((project_fixtures(), name));
+    }
+    let shared = shared_fixtures();
+    if let Some(shared) = &shared {
+        roots.push((shared.clone(), "compacted"));
+    }
+    for (root, name) in roots {
+        let copy = copy_fixture(&root, name);
+        let before = snapshot(copy.path());
+        let scanned = ok(&["scan", p(copy.path()), "--hex"]);
+        assert!(
+            scanned == expected_tsv(&root, name),
+            "fixture {name} scans differently"
+        );
+        let report = ok(&["check", p(copy.path())]);
+        assert!(report.contains(": sound;"), "{name}: {report}");
+        assert_eq!(
+            snapshot(copy.path()),
+            before,
+            "{name}: a read changed the database"
+        );
+    }
+}
+
+#[test]
+fn commands_that_read_change_nothing() {
+    let dir = database(3000);
+    let db = p(dir.path());
+    let before = snapshot(dir.path());
+    let table = before
+        .keys()
+        .find(|k| k.extension().is_some_and(|e| e == "ldb"))
+        .unwrap()
+        .clone();
+    let log = before
+        .keys()
+        .find(|k| k.extension().is_some_and(|e| e == "log"))
+        .unwrap()
+        .clone();
+    let manifest = before
+        .keys()
+        .find(|k| {
+            k.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("MANIFEST")
+        })
+        .unwrap()
+        .clone();
+    // Many gets of missing keys would charge seeks and start a compaction in a writer.
+    for _ in 0..20 {
+        let _ = strata(&["get", db, "key00100x"]);
+    }
+    for args in [
+        vec!["get", db, "key00100"],
+        vec!["scan", db],
+        vec!["scan", db, "--reverse", "--json"],
+        vec!["export", db],
+        vec!["stats", db],
+        vec!["stats", db, "--json"],
+        vec!["check", db],
+        vec!["check", db, "--json"],
+        vec!["dump", p(&table)],
+        vec!["dump", p(&log)],
+        vec!["dump", p(&manifest)],
+        vec!["dump", p(&dir.path().join("CURRENT"))],
+    ] {
+        ok(&args);
+    }
+    assert_eq!(snapshot(dir.path()), before);
+}
+
+#[test]
+fn stats_describes_levels_and_properties() {
+    let dir = database(5000);
+    let text = ok(&["stats", p(dir.path())]);
+    assert!(text.contains("leveldb.stats:"), "{text}");
+    assert!(text.contains("leveldb.sstables:"), "{text}");
+    assert!(text.contains("logs           1 ("), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["stats", p(dir.path()), "--json"])).unwrap();
+    assert_eq!(json["total"]["entries"], 5000);
+    assert_eq!(json["logs"]["operations"], 1);
+    assert!(json["total"]["compression_ratio"].as_f64().unwrap() > 1.0);
+    let levels = json["levels"].as_array().unwrap();
+    assert!(!levels.is_empty());
+    let files: u64 = levels.iter().map(|l| l["tables"].as_u64().unwrap()).sum();
+    let listed: u64 = (0..7)
+        .map(|l| {
+            json["properties"][format!("leveldb.num-files-at-level{l}")]
+                .as_str()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(files, listed);
+}
+
+#[test]
+fn check_finds_damage_names_file_and_offset_and_exits_3() {
+    let dir = database(3000);
+    let db = p(dir.path());
+    let json: serde_json::Value = serde_json::from_str(&ok(&["check", db, "--json"])).unwrap();
+    assert_eq!(json["sound"], true);
+    let table = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "ldb"))
+        .unwrap();
+    // The first key of the table, to read it back after the damage.
+    let dumped = ok(&["dump", p(&table)]);
+    let first_key = dumped
+        .lines()
+        .find_map(|l| l.strip_prefix("  '")?.split('\'').next())
+        .unwrap()
+        .to_owned();
+    let mut data = fs::read(&table).unwrap();
+    data[100] ^= 1;
+    fs::write(&table, &data).unwrap();
+
+    let out = strata(&["check", db]);
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "damaged: {} at offset 0: block checksum mismatch",
+            p(&table)
+        )),
+        "{text}"
+    );
+    assert!(text.contains("DAMAGED (1 pieces)"), "{text}");
+    let out = strata(&["check", db, "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["sound"], false);
+    assert_eq!(json["damage"][0]["file"], p(&table));
+    assert_eq!(json["damage"][0]["offset"], 0);
+
+    // A read of the damaged block is an error naming the file and offset, not a wrong value.
+    let err = fails(&["get", db, &first_key], 1);
+    assert!(
+        err.contains(&format!("corruption in {} at offset 0", p(&table))),
+        "{err}"
+    );
+    let err = fails(&["scan", db], 1);
+    assert!(err.contains("corruption in"), "{err}");
+    // dump shows the damage and exits 3 too.
+    let out = strata(&["dump", p(&table)]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("damaged: corruption in"));
+}
+
+#[test]
+fn repair_rebuilds_a_database_that_will_not_open() {
+    let dir = database(2000);
+    let db = p(dir.path());
+    let before = ok(&["export", db]);
+    fs::remove_file(dir.path().join("CURRENT")).unwrap();
+    let err = fails(&["scan", db], 1);
+    assert!(
+        err.contains("not a database") || err.contains("CURRENT"),
+        "{err}"
+    );
+    let out = ok(&["repair", db]);
+    assert!(out.starts_with(&format!("repaired {db}: ")), "{out}");
+    assert_eq!(ok(&["export", db]), before);
+    assert!(ok(&["check", db]).contains("sound"));
+}
+
+#[test]
+fn compact_moves_everything_down_and_keeps_every_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let input: String = (0..20_000)
+        .map(|i| format!("k{i:06}\t{}\n", "v".repeat(i % 50)))
+        .collect();
+    let file = dir.path().join("in.tsv");
+    fs::write(&file, &input).unwrap();
+    ok(&[
+        "load",
+        p(&db),
+        p(&file),
+        "--create",
+        "--no-compression",
+        "--bloom-bits",
+        "10",
+    ]);
+    // Compaction rewrites tables with the options of its own open: uncompressed again.
+    let out = ok(&["compact", p(&db), "--no-compression"]);
+    assert!(out.starts_with(&format!("compacted {}: ", p(&db))), "{out}");
+    let json: serde_json::Value = serde_json::from_str(&ok(&["stats", p(&db), "--json"])).unwrap();
+    assert_eq!(json["total"]["entries"], 20_000);
+    assert_eq!(json["logs"]["operations"], 0, "the log was flushed");
+    assert!(json["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|l| l["level"] != 0));
+    // No compression was asked for: stored bytes equal raw bytes.
+    assert_eq!(json["total"]["compression_ratio"], 1.0);
+    assert_eq!(ok(&["export", p(&db)]), input);
+    ok(&["compact", p(&db), "--from", "k000100", "--to", "k000200"]);
+    assert_eq!(ok(&["scan", p(&db), "--count"]), "20000\n");
+}
+
+#[test]
+fn dump_prints_every_kind_of_file() {
+    let fixture = copy_fixture(&project_fixtures(), "small");
+    let path = |name: &str| fixture.path().join(name);
+    let log = ok(&["dump", p(&path("000004.log"))]);
+    assert!(log.contains("@0 batch seq 501, 1 operations"), "{log}");
+    assert!(log.contains("  put 'key000500' => 'v000500:"), "{log}");
+    let manifest = ok(&["dump", p(&path("MANIFEST-000002"))]);
+    assert!(
+        manifest.contains("comparator leveldb.BytewiseComparator"),
+        "{manifest}"
+    );
+    assert!(
+        manifest.contains("add table 000005 at level 2: 14565 bytes, 'key000000' @ 1 put .. 'key000499' @ 500 put"),
+        "{manifest}"
+    );
+    let table = ok(&["dump", p(&path("000005.ldb"))]);
+    assert!(table.contains("footer: metaindex @"), "{table}");
+    assert!(
+        table.contains("  'key000000' @ 1 put => 'v000000:lzatmouelzat'"),
+        "{table}"
+    );
+    assert!(table.ends_with("500 entries\n"), "{table}");
+    let hex_table = ok(&["dump", p(&path("000005.ldb")), "--hex"]);
+    assert!(
+        hex_table.contains(&format!("  {} @ 1 put", hex(b"key000000"))),
+        "{hex_table}"
+    );
+    assert_eq!(
+        ok(&["dump", p(&path("CURRENT"))]).lines().nth(1),
+        Some("'MANIFEST-000002\\x0a'")
+    );
+
+    // A name that does not say what the file is needs --kind: a usage error until given.
+    let renamed = fixture.path().join("table.bin");
+    fs::copy(path("000005.ldb"), &renamed).unwrap();
+    let err = fails(&["dump", p(&renamed)], 2);
+    assert!(err.contains("--kind"), "{err}");
+    assert!(ok(&["dump", p(&renamed), "--kind", "table"]).ends_with("500 entries\n"));
+    let err = fails(&["dump", p(&fixture.path().join("000099.log"))], 1);
+    assert!(err.contains("000099.log"), "{err}");
+}
+
+#[test]
+fn destroy_removes_a_database_and_refuses_anything_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain");
+    fs::create_dir(&plain).unwrap();
+    fs::write(plain.join("notes.txt"), "keep me").unwrap();
+    fs::write(plain.join("LOG"), "not a database's").unwrap();
+    let err = fails(&["destroy", p(&plain)], 1);
+    assert!(
+        err.contains("is not a database") && err.contains("nothing destroyed"),
+        "{err}"
+    );
+    assert_eq!(fs::read_dir(&plain).unwrap().count(), 2);
+    let err = fails(&["repair", p(&plain)], 1);
+    assert!(err.contains("is not a database"), "{err}");
+    assert_eq!(fs::read_dir(&plain).unwrap().count(), 2);
+
+    let db = dir.path().join("db");
+    ok(&["put", p(&db), "k", "v", "--create"]);
+    assert_eq!(ok(&["destroy", p(&db)]), format!("destroyed {}\n", p(&db)));
+    assert!(!db.exists());
+    let err = fails(&["destroy", p(&db)], 1);
+    assert!(err.contains("does not exist"), "{err}");
+}
+
+#[test]
+fn paths_that_are_not_databases_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    let file = dir.path().join("file.txt");
+    fs::write(&file, "text").unwrap();
+    let missing = dir.path().join("missing");
+    for path in [&empty, &file, &missing] {
+        for command in ["get", "scan", "export", "stats", "check"] {
+            let mut args = vec![command, p(path)];
+            if command == "get" {
+                args.push("k");
+            }
+            let err = fails(&args, 1);
+            assert!(err.contains(p(path)), "{command} {}: {err}", path.display());
+        }
+    }
+    assert_eq!(
+        fs::read_dir(&empty).unwrap().count(),
+        0,
+        "nothing was created"
+    );
+    assert!(!missing.exists());
+}
+
+#[test]
+fn a_database_another_process_writes_is_refused() {
+    let dir = database(100);
+    let db = p(dir.path());
+    // This test's process holds the database open, as another program would.
+    let open = Db::open(dir.path(), Options::default()).unwrap();
+    for args in [
+        vec!["get", db, "key00001"],
+        vec!["scan", db],
+        vec!["put", db, "k", "v"],
+        vec!["check", db],
+        vec!["stats", db],
+        vec!["compact", db],
+        vec!["repair", db],
+        vec!["destroy", db],
+    ] {
+        let err = fails(&args, 1);
+        assert!(
+            err.contains("database is locked") && err.contains(&format!("{db}/LOCK")),
+            "{args:?}: {err}"
+        );
+    }
+    drop(open);
+    assert_eq!(ok(&["get", db, "key00001"]), "value-1\n");
+}
+
+#[test]
+fn usage_errors_exit_2_with_one_line() {
+    let err = fails(&["get", "/tmp"], 2);
+    assert!(
+        err.contains("<KEY>") && err.contains("usage: strata get"),
+        "{err}"
+    );
+    let err = fails(&["frobnicate"], 2);
+    assert!(err.contains("frobnicate"), "{err}");
+    let err = fails(&["scan", "/tmp", "--limit", "many"], 2);
+    assert!(err.contains("many"), "{err}");
+    let err = fails(&["get", "/tmp", "abc", "--hex"], 2);
+    assert!(err.contains("odd number of hex digits"), "{err}");
+    let err = fails(&["scan", "/tmp", "--from", "xy", "--hex"], 2);
+    assert!(err.contains("--from \"xy\" is not hex"), "{err}");
+    let err = fails(&["stats", "/tmp", "--cache-size", "lots"], 2);
+    assert!(err.contains("not a size in bytes"), "{err}");
+    // No arguments: the help, on stderr, exit 2.
+    let out = strata(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Usage: strata"));
+    assert!(ok(&["--help"]).contains("Commands:"));
+}
+
+#[test]
+fn a_reader_that_stops_early_ends_the_scan_quietly() {
+    let dir = database(20_000);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["scan", p(dir.path())])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "key00000\tvalue-0\n");
+    // The read end is closed here, with most of the output unread.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
