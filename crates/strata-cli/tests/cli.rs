@@ -489,7 +489,7 @@ fn check_finds_damage_names_file_and_offset_and_exits_3() {
         )),
         "{text}"
     );
-    assert!(text.contains("DAMAGED (1 pieces)"), "{text}");
+    assert!(text.contains("DAMAGED (1 piece)"), "{text}");
     let out = strata(&["check", db, "--json"]);
     assert_eq!(out.status.code(), Some(3));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -181,10 +181,7 @@ fn write_stats_text(
         writeln!(out, "comparator     {c}")?;
     }
     if let Some(seq) = report.last_sequence {
-        writeln!(
-            out,
-            "last sequence  {seq} (in tables; the logs hold later writes)"
-        )?;
+        writeln!(out, "last sequence  {seq} (as the MANIFEST records it)")?;
     }
     writeln!(
         out,
@@ -300,17 +297,32 @@ fn summary(db: &Path, report: &CheckReport) -> String {
     let verdict = if report.is_sound() {
         "sound".to_owned()
     } else {
-        format!("DAMAGED ({} pieces)", report.damage.len())
+        format!("DAMAGED ({})", plural(report.damage.len() as u64, "piece"))
     };
     let mut line = format!(
-        "{}: {verdict}; read {} with {tables} tables ({}, {entries} entries) and {logs} logs \
-         ({records} records)",
+        "{}: {verdict}; read {} with {} ({}, {}) and {} ({})",
         db.display(),
         report.manifest.as_deref().unwrap_or("no MANIFEST"),
-        human(table_bytes)
+        plural(tables as u64, "table"),
+        human(table_bytes),
+        plural(entries, "entry"),
+        plural(logs as u64, "log"),
+        plural(records, "record"),
     );
     if unused > 0 {
-        line.push_str(&format!("; {unused} obsolete files not read"));
+        line.push_str(&format!(
+            "; {} not read",
+            plural(unused as u64, "obsolete file")
+        ));
     }
     line
+}
+
+/// `1 table`, `2 tables`, `1 entry`, `3 entries`.
+fn plural(n: u64, noun: &str) -> String {
+    match (n, noun.strip_suffix('y')) {
+        (1, _) => format!("{n} {noun}"),
+        (_, Some(stem)) => format!("{n} {stem}ies"),
+        _ => format!("{n} {noun}s"),
+    }
 }
