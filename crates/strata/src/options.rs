@@ -35,8 +35,14 @@ pub struct Options {
     pub create_if_missing: bool,
     /// Fail if the database already exists. Default: false.
     pub error_if_exists: bool,
-    /// Treat any damage found while opening (a corrupt log record, a table that cannot be read)
-    /// as an error instead of skipping it. Default: false, as in LevelDB.
+    /// Also open every table the MANIFEST lists when the database opens (reading its footer,
+    /// index and filter, checksums verified), so that a damaged table fails the open rather
+    /// than the first read of it. Default: false.
+    ///
+    /// Damage found while opening is always an error in strata, unlike LevelDB without this
+    /// option: a damaged `CURRENT` or MANIFEST record, damage inside a log, a missing table.
+    /// The one exception is a torn tail (a log or MANIFEST whose last write a crash cut short),
+    /// which ends that file where the damage starts.
     pub paranoid_checks: bool,
     /// Bytes of writes buffered in memory before they are written to a level-0 table.
     /// Default: 4 MiB; clamped to [64 KiB, 1 GiB].

@@ -187,8 +187,9 @@ impl Db {
     /// - [`Error::Locked`] if another handle, in this or another process, has it open;
     /// - [`Error::InvalidArgument`] if it does not exist and `create_if_missing` is false, if it
     ///   exists and `error_if_exists` is set, or if it was made with another comparator;
-    /// - [`Error::Corruption`] if `CURRENT`, the MANIFEST or (with `paranoid_checks`) a log is
-    ///   damaged, or a table it lists is missing;
+    /// - [`Error::Corruption`] naming the file and offset if `CURRENT`, the MANIFEST or a log
+    ///   is damaged anywhere but in a tail torn by a crash, if a table it lists is missing, or
+    ///   (with `paranoid_checks`) if a table's footer, index or filter is damaged;
     /// - [`Error::Io`] for file-system failures.
     /// # Example
     ///

@@ -91,6 +91,14 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
     let mut versions = VersionSet::new(dir, env.clone(), icmp.clone());
     versions.recover()?;
     check_tables_exist(&*env, dir, &versions)?;
+    if options.paranoid_checks {
+        // Every table's footer, index and filter, checksums verified, before anything is written.
+        for level in &versions.current().files {
+            for file in level {
+                table_cache.get(file.meta.number, file.meta.file_size)?;
+            }
+        }
+    }
 
     let mem = Arc::new(MemTable::new(icmp.clone()));
     let view = ReadView {
@@ -142,27 +150,52 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
 /// A directory with database files but no `CURRENT` is a damaged database: creating a new one
 /// there would make its tables obsolete and delete them.
 fn refuse_to_create_over_files(env: &dyn Env, dir: &Path) -> Result<()> {
-    let stray: Vec<String> = env
+    let stray: Vec<(String, FileKind)> = env
         .children(dir)?
         .into_iter()
-        .filter(|name| {
-            matches!(
-                filename::parse_file_name(name),
-                Some((FileKind::Log | FileKind::Table | FileKind::Manifest, _))
-            )
+        .filter_map(|name| match filename::parse_file_name(&name) {
+            Some((kind @ (FileKind::Log | FileKind::Table | FileKind::Manifest), _)) => {
+                Some((name, kind))
+            }
+            _ => None,
         })
         .collect();
-    if stray.is_empty() {
+    // A crash while a database was being created leaves a MANIFEST of an empty database and
+    // no CURRENT: nothing was ever written to it, so creating it again loses nothing.
+    let only_empty_manifests = stray.iter().all(|(name, kind)| {
+        *kind == FileKind::Manifest && manifest_describes_empty_database(env, &dir.join(name))
+    });
+    if only_empty_manifests {
         return Ok(());
     }
+    let names: Vec<&str> = stray.iter().map(|(name, _)| name.as_str()).collect();
     Err(Error::corruption(
         filename::current_file(dir),
         0,
         format!(
             "CURRENT is missing but the directory holds database files ({}); refusing to create a new database over them (repair it instead)",
-            stray.join(", ")
+            names.join(", ")
         ),
     ))
+}
+
+/// True if every record of the MANIFEST at `path` that can be read lists no table and no
+/// sequence number above 0: the state of a database nothing was written to.
+fn manifest_describes_empty_database(env: &dyn Env, path: &Path) -> bool {
+    let Ok(file) = env.new_sequential_file(path) else {
+        return false;
+    };
+    let mut reader = LogReader::new(file, path, ReadMode::Tolerant);
+    loop {
+        match reader.next_record() {
+            Ok(Some(record)) => match VersionEdit::decode(record) {
+                Ok(edit) if edit.new_files.is_empty() && edit.last_sequence.unwrap_or(0) == 0 => {}
+                _ => return false,
+            },
+            Ok(None) => return true,
+            Err(_) => return false,
+        }
+    }
 }
 
 /// Writes the first MANIFEST of a new database and points `CURRENT` at it.
@@ -234,6 +267,7 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
     let mut edit = VersionEdit::default();
     let mut max_sequence = state.versions.last_sequence;
     let mut reusable = None;
+    let mut next_sequence = None;
     for (i, &number) in logs.iter().enumerate() {
         let last = i + 1 == logs.len();
         let reuse = last && inner.options.reuse_logs && !inner.read_only;
@@ -247,13 +281,31 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
             }
         }
         let tables_before = edit.new_files.len();
-        let end = replay_log(inner, &mut state, number, &mut edit, &mut max_sequence)?;
+        let replayed = replay_log(
+            inner,
+            &mut state,
+            number,
+            &mut edit,
+            &mut max_sequence,
+            &mut next_sequence,
+        )?;
         state.versions.mark_file_number_used(number);
+        // Writes after a torn write, or after writes a crash lost, were never synced (a sync
+        // write first syncs every older log), and replaying them would leave a hole: the
+        // database ends where the loss starts. The logs not replayed are kept in lost/.
+        if replayed.gap {
+            set_aside_logs(inner, &logs[i..])?;
+            break;
+        }
+        if replayed.torn && !last {
+            set_aside_logs(inner, &logs[i + 1..])?;
+            break;
+        }
         // LevelDB's reuse_logs: keep appending to the last log, with its memtable, if its
         // replay flushed nothing and it ends cleanly after its last record (appending after a
         // torn or damaged tail would put damage in the middle of the log).
         if reuse && edit.new_files.len() == tables_before {
-            match end {
+            match replayed.clean_end {
                 Some(end)
                     if end
                         == inner
@@ -313,42 +365,60 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
 }
 
 /// Replays one log into memtables, flushing full ones to level-0 tables (added to `edit`).
-/// Returns the offset just past the log's last record if nothing in it was damaged.
+/// How replaying one log ended.
+struct Replayed {
+    /// Where a writer continuing the log would append, if the log ends exactly after its last
+    /// record.
+    clean_end: Option<u64>,
+    /// The log ends in a torn tail: a crash cut its last write short.
+    torn: bool,
+    /// The log's first write does not follow the previous log's last one: that log lost its
+    /// last writes in a crash, and this one was not replayed.
+    gap: bool,
+}
+
+/// Replays log `number` into the memtable, flushing it to level-0 tables as it fills.
+///
+/// Damage inside the log is an error: it would leave a hole. Damage that runs to the end of the
+/// log is a torn tail, the normal result of a crash while appending, and the log ends before it.
 fn replay_log(
     inner: &Arc<DbInner>,
     state: &mut DbState,
     number: u64,
     edit: &mut VersionEdit,
     max_sequence: &mut SeqNo,
-) -> Result<Option<u64>> {
+    next_sequence: &mut Option<SeqNo>,
+) -> Result<Replayed> {
     let path = filename::log_file(&inner.dir, number);
     let file = inner.env.new_sequential_file(&path)?;
-    let mode = if inner.options.paranoid_checks {
-        ReadMode::Strict
-    } else {
-        ReadMode::Tolerant
-    };
-    let mut reader = LogReader::new(file, &path, mode);
-    let mut damaged = false;
+    let mut reader = LogReader::new(file, &path, ReadMode::Recovery);
+    let mut first = true;
     while let Some(record) = reader.next_record()? {
-        let batch = match WriteBatch::decode(record) {
-            Ok(b) => b,
-            Err(e) => {
-                let offset = reader.last_record_offset();
-                let e = match e {
-                    Error::Corruption {
-                        offset: at, reason, ..
-                    } => Error::corruption(&path, offset + at, reason),
-                    other => other,
-                };
-                if inner.options.paranoid_checks {
-                    return Err(e);
-                }
-                info!(inner, "ignoring a damaged log record: {e}");
-                damaged = true;
-                continue;
+        let batch = WriteBatch::decode(record).map_err(|e| match e {
+            Error::Corruption {
+                offset: at, reason, ..
+            } => Error::corruption(&path, reader.last_record_offset() + at, reason),
+            other => other,
+        })?;
+        if first {
+            first = false;
+            if next_sequence.is_some_and(|next| batch.seqno() > next) {
+                info!(
+                    inner,
+                    "{}: starts at sequence {}, after a gap from {}: the previous log lost its \
+                     last writes",
+                    path.display(),
+                    batch.seqno(),
+                    next_sequence.unwrap_or_default()
+                );
+                return Ok(Replayed {
+                    clean_end: None,
+                    torn: false,
+                    gap: true,
+                });
             }
-        };
+        }
+        *next_sequence = Some(batch.seqno() + u64::from(batch.count()));
         let mem = state.mem.clone();
         insert_batch(&mem, &batch)?;
         let last = batch.seqno() + u64::from(batch.count()).saturating_sub(1);
@@ -360,17 +430,42 @@ fn replay_log(
             }
         }
     }
-    for c in reader.corruptions() {
+    let torn = reader.torn_tail();
+    if torn {
         info!(
             inner,
-            "{}: dropped {} bytes at offset {}: {}",
+            "{}: torn tail after offset {}, dropped",
             path.display(),
-            c.dropped_bytes,
-            c.offset,
-            c.reason
+            reader.end_of_last_record()
         );
     }
-    Ok((!damaged && reader.corruptions().is_empty()).then(|| reader.end_of_last_record()))
+    Ok(Replayed {
+        clean_end: (!torn).then(|| reader.end_of_last_record()),
+        torn,
+        gap: false,
+    })
+}
+
+/// Moves logs that follow a torn log into `lost/` (a read-only open only skips them), and
+/// records the ones moved in the info log.
+fn set_aside_logs(inner: &DbInner, numbers: &[u64]) -> Result<()> {
+    for &number in numbers {
+        let path = filename::log_file(&inner.dir, number);
+        if inner.read_only {
+            info!(inner, "{}: after a torn log; not replayed", path.display());
+            continue;
+        }
+        let lost = inner.dir.join("lost");
+        inner.env.create_dir_all(&lost)?;
+        let name = path.file_name().expect("a log has a file name");
+        inner.env.rename(&path, &lost.join(name))?;
+        info!(
+            inner,
+            "{}: after a torn log; not replayed, moved to lost/",
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// Inserts every operation of `batch` into `mem` at its seqnos.

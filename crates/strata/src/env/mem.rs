@@ -70,6 +70,10 @@ impl CrashMode {
     };
 }
 
+/// Chooses what survives of a file in a crash: given its path, its bytes and how many of them
+/// were synced, returns the bytes left. See [`MemEnv::crash_clone_with`].
+pub type Survivor<'a> = dyn FnMut(&Path, &[u8], usize) -> Vec<u8> + 'a;
+
 /// An in-memory [`Env`] for tests, with crash simulation.
 ///
 /// Clones share the same file system.
@@ -137,24 +141,75 @@ impl MemEnv {
     }
 
     fn crash_copy_into(&self, copy: &MemEnv, mode: CrashMode) {
+        self.crash_copy_with(
+            copy,
+            mode.undo_unsynced_dir_ops,
+            &mut |_, bytes, synced_len| {
+                let keep = if mode.drop_unsynced_data {
+                    synced_len
+                } else {
+                    bytes.len()
+                };
+                bytes[..keep].to_vec()
+            },
+        );
+    }
+
+    /// A deep copy of what a crash now could leave, with each file's surviving bytes chosen by
+    /// `survive(path, bytes, synced_len)`, which sees the file's bytes and how many of them
+    /// were synced. Directory changes not made durable are undone if `undo_unsynced_dir_ops`.
+    /// Tests use it to build crash states [`CrashMode`] does not describe: part of the unsynced
+    /// bytes kept, a torn or garbled tail.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use strata::{Env, MemEnv};
+    ///
+    /// let env = MemEnv::new();
+    /// env.create_dir_all(Path::new("/d")).unwrap();
+    /// let mut f = env.new_writable_file(Path::new("/d/f")).unwrap();
+    /// f.append(b"synced").unwrap();
+    /// f.sync().unwrap();
+    /// env.sync_dir(Path::new("/d")).unwrap();
+    /// f.append(b" and half kept").unwrap();
+    /// // Keep the synced bytes and half of the rest.
+    /// let image = env.crash_clone_with(true, &mut |_path, bytes, synced| {
+    ///     bytes[..synced + (bytes.len() - synced) / 2].to_vec()
+    /// });
+    /// assert_eq!(image.file_size(Path::new("/d/f")).unwrap(), 6 + 7);
+    /// ```
+    pub fn crash_clone_with(
+        &self,
+        undo_unsynced_dir_ops: bool,
+        survive: &mut Survivor<'_>,
+    ) -> MemEnv {
+        let copy = MemEnv::new();
+        self.crash_copy_with(&copy, undo_unsynced_dir_ops, survive);
+        copy
+    }
+
+    fn crash_copy_with(
+        &self,
+        copy: &MemEnv,
+        undo_unsynced_dir_ops: bool,
+        survive: &mut Survivor<'_>,
+    ) {
         let ns = self.namespace();
         let mut out = copy.namespace();
         out.dirs = ns.dirs.clone();
-        let source = if mode.undo_unsynced_dir_ops {
+        let source = if undo_unsynced_dir_ops {
             &ns.durable
         } else {
             &ns.live
         };
         for (path, node) in source {
             let data = lock_node(node);
-            let keep = if mode.drop_unsynced_data {
-                data.synced_len
-            } else {
-                data.bytes.len()
-            };
+            let bytes = survive(path, &data.bytes, data.synced_len);
             let node = Arc::new(Mutex::new(FileData {
-                bytes: data.bytes[..keep].to_vec(),
-                synced_len: keep,
+                synced_len: bytes.len(),
+                bytes,
             }));
             out.live.insert(path.clone(), node.clone());
             out.durable.insert(path.clone(), node);

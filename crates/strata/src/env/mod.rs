@@ -6,10 +6,13 @@
 //! - [`MemEnv`], an in-memory file system for tests that can also simulate a crash: it forgets
 //!   whatever was not synced, and can undo directory changes that were not made durable.
 //!
-//! Users may implement [`Env`] themselves, for example to inject faults or to count I/O.
+//! [`FaultEnv`] wraps either to number every mutating call, fail any of them as a disk would
+//! (`EIO`, `ENOSPC`, a short write, a failed sync), and watch each one before it runs: the
+//! crash and fault tests are built on it. Users may implement [`Env`] themselves too.
 //!
 //! All methods report failures as [`Error::Io`](crate::Error::Io) naming the path.
 
+mod fault;
 mod mem;
 mod posix;
 
@@ -17,7 +20,8 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use mem::{CrashMode, MemEnv};
+pub use fault::{FaultEnv, FaultKind, FaultPlan, FileOp, OpKind};
+pub use mem::{CrashMode, MemEnv, Survivor};
 pub use posix::PosixEnv;
 
 use crate::error::Result;

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{RecordType, BLOCK_SIZE, HEADER_SIZE};
-use crate::coding::{crc32c, crc32c_extend, decode_fixed32, unmask_crc};
+use crate::coding::{crc32c, crc32c_extend, decode_fixed32, locate_single_bit_error, unmask_crc};
 use crate::env::SequentialFile;
 use crate::error::{Error, Result};
 
@@ -15,6 +15,11 @@ pub enum ReadMode {
     Strict,
     /// Record each corruption in [`LogReader::corruptions`] and go on with the next good record.
     Tolerant,
+    /// How a database reads its logs and MANIFEST when it opens: damage that runs to the end
+    /// of the file is a torn tail, what a crash while appending leaves, and the log simply
+    /// ends before it (see [`LogReader::torn_tail`]); damage followed by any readable record
+    /// is corruption, returned as an error.
+    Recovery,
 }
 
 /// One stretch of damaged bytes the reader dropped.
@@ -72,6 +77,8 @@ pub struct LogReader {
     /// File offset just past the last record returned.
     end_of_last_record: u64,
     corruptions: Vec<LogCorruption>,
+    /// In recovery mode, the first damage met: a torn tail unless a readable record follows.
+    pending_damage: Option<LogCorruption>,
 }
 
 impl LogReader {
@@ -89,10 +96,20 @@ impl LogReader {
             last_record_offset: 0,
             end_of_last_record: 0,
             corruptions: Vec::new(),
+            pending_damage: None,
         }
     }
 
-    /// The corruptions met so far (only in tolerant mode; strict mode returns the first).
+    /// After the end of the log was reached: true if bytes after the last record returned
+    /// could not be read as records (a record cut off by the end of the file, damage up to
+    /// the end, or zero-filled space). A crash while appending leaves such a tail; a log
+    /// closed cleanly ends exactly after its last record.
+    pub fn torn_tail(&self) -> bool {
+        self.eof && self.end_of_last_record < self.end_of_buffer_offset
+    }
+
+    /// The corruptions met so far (only in tolerant mode; strict mode returns the first, and
+    /// recovery mode the first that a readable record follows).
     pub fn corruptions(&self) -> &[LogCorruption] {
         &self.corruptions
     }
@@ -123,7 +140,11 @@ impl LogReader {
         let mut in_fragmented = false;
         let mut record_offset = 0;
         loop {
-            match self.read_physical()? {
+            let physical = self.read_physical()?;
+            if let Physical::Fragment { .. } | Physical::Unknown { .. } = physical {
+                self.refuse_if_damaged()?;
+            }
+            match physical {
                 Physical::Fragment {
                     kind,
                     start,
@@ -135,6 +156,7 @@ impl LogReader {
                             let bytes = self.scratch.len() as u64;
                             self.report(record_offset, bytes, "partial record without end")?;
                         }
+                        self.refuse_if_damaged()?;
                         self.last_record_offset = offset;
                         self.end_of_last_record = self.buffer_offset(self.pos);
                         return Ok(Some(&self.buffer[start..end]));
@@ -157,6 +179,7 @@ impl LogReader {
                         }
                         self.scratch.extend_from_slice(&self.buffer[start..end]);
                         if kind == RecordType::Last {
+                            self.refuse_if_damaged()?;
                             self.last_record_offset = record_offset;
                             self.end_of_last_record = self.buffer_offset(self.pos);
                             return Ok(Some(&self.scratch));
@@ -187,6 +210,22 @@ impl LogReader {
         }
     }
 
+    /// In recovery mode, damage followed by a readable record is corruption.
+    fn refuse_if_damaged(&self) -> Result<()> {
+        match &self.pending_damage {
+            None => Ok(()),
+            Some(damage) => Err(Error::corruption(
+                &self.path,
+                damage.offset,
+                format!(
+                    "{}, and readable records follow: the damage is inside the log, not a tail \
+                     torn by a crash",
+                    damage.reason
+                ),
+            )),
+        }
+    }
+
     fn report(&mut self, offset: u64, dropped_bytes: u64, reason: &'static str) -> Result<()> {
         match self.mode {
             ReadMode::Strict => Err(Error::corruption(
@@ -196,6 +235,14 @@ impl LogReader {
             )),
             ReadMode::Tolerant => {
                 self.corruptions.push(LogCorruption {
+                    offset,
+                    dropped_bytes,
+                    reason,
+                });
+                Ok(())
+            }
+            ReadMode::Recovery => {
+                self.pending_damage.get_or_insert(LogCorruption {
                     offset,
                     dropped_bytes,
                     reason,
@@ -247,6 +294,9 @@ impl LogReader {
                 self.fill_block()?;
                 continue;
             }
+            // After damage in recovery mode, every byte is tried as the start of a record, to
+            // find out whether anything readable follows the damage.
+            let resyncing = self.pending_damage.is_some();
             let header = &self.buffer[self.pos..self.pos + HEADER_SIZE];
             let stored_crc = decode_fixed32(header).expect("header holds 7 bytes");
             let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
@@ -254,15 +304,32 @@ impl LogReader {
             let offset = self.buffer_offset(self.pos);
             let available = self.buffer.len() - self.pos;
             if HEADER_SIZE + len > available {
-                let dropped = self.drop_block_rest();
+                if resyncing {
+                    self.pos += 1;
+                    continue;
+                }
+                if self.mode == ReadMode::Recovery {
+                    self.refuse_single_bit_damage(offset)?;
+                }
                 if self.eof {
                     // The payload was cut off by the end of the file: the writer died.
+                    self.drop_block_rest();
                     return Ok(Physical::Eof);
                 }
+                if self.mode == ReadMode::Recovery {
+                    self.report(offset, available as u64, "bad record length")?;
+                    self.pos += 1;
+                    continue;
+                }
+                let dropped = self.drop_block_rest();
                 self.report(offset, dropped, "bad record length")?;
                 return Ok(Physical::Skipped);
             }
             if type_byte == RecordType::Zero as u8 && len == 0 {
+                if resyncing {
+                    self.pos += 1;
+                    continue;
+                }
                 // Preallocated space: skip the rest of the block silently.
                 self.drop_block_rest();
                 return Ok(Physical::Skipped);
@@ -271,6 +338,16 @@ impl LogReader {
             let end = start + len;
             let actual = crc32c_extend(crc32c(&[type_byte]), &self.buffer[start..end]);
             if unmask_crc(stored_crc) != actual {
+                if resyncing {
+                    self.pos += 1;
+                    continue;
+                }
+                if self.mode == ReadMode::Recovery {
+                    self.refuse_single_bit_damage(offset)?;
+                    self.report(offset, available as u64, "checksum mismatch")?;
+                    self.pos += 1;
+                    continue;
+                }
                 // The length itself may be what is damaged, so nothing after it in this block
                 // can be trusted.
                 let dropped = self.drop_block_rest();
@@ -290,6 +367,47 @@ impl LogReader {
                     offset,
                 },
             });
+        }
+    }
+
+    /// In recovery mode, the physical record at `self.pos` failed its check. A crash can cut a
+    /// write short or leave stale bytes after it, but it does not flip one bit of a record
+    /// that otherwise ends exactly at the end of the file: if one flipped bit (in the type,
+    /// payload, length or checksum) explains the failure of the last record, the damage is
+    /// corruption, never a torn tail.
+    fn refuse_single_bit_damage(&self, offset: u64) -> Result<()> {
+        if !self.eof {
+            return Ok(());
+        }
+        let header = &self.buffer[self.pos..self.pos + HEADER_SIZE];
+        let masked = decode_fixed32(header).expect("header holds 7 bytes");
+        let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
+        // The record must end exactly at the end of the file, with its stated length or one
+        // that differs from it in one bit.
+        let payload = &self.buffer[self.pos + HEADER_SIZE..];
+        let mut message = Vec::with_capacity(payload.len() + 1);
+        message.push(header[6]);
+        message.extend_from_slice(payload);
+        let found = if len == payload.len() {
+            if locate_single_bit_error(&message, unmask_crc(masked)).is_some() {
+                Some("one flipped bit in the record")
+            } else {
+                let actual = crc32c(&message);
+                (0..32)
+                    .any(|b| unmask_crc(masked ^ (1 << b)) == actual)
+                    .then_some("one flipped bit in the record's checksum")
+            }
+        } else {
+            ((len ^ payload.len()).is_power_of_two() && crc32c(&message) == unmask_crc(masked))
+                .then_some("one flipped bit in the record's length")
+        };
+        match found {
+            Some(what) => Err(Error::corruption(
+                &self.path,
+                offset,
+                format!("{what}: damage, not a write torn by a crash"),
+            )),
+            None => Ok(()),
         }
     }
 }

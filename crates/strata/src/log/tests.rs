@@ -331,3 +331,120 @@ fn end_of_last_record_is_where_a_continuing_writer_appends() {
         }
     }
 }
+
+/// Reads in recovery mode and also reports whether the tail was torn.
+fn recover_log(bytes: &[u8]) -> (Vec<Vec<u8>>, bool, Option<Error>) {
+    let env = MemEnv::new();
+    write_file(&env, Path::new(PATH), bytes, false).unwrap();
+    let file = env.new_sequential_file(Path::new(PATH)).unwrap();
+    let mut r = LogReader::new(file, Path::new(PATH), ReadMode::Recovery);
+    let mut out = Vec::new();
+    loop {
+        match r.next_record() {
+            Ok(Some(rec)) => out.push(rec.to_vec()),
+            Ok(None) => return (out, r.torn_tail(), None),
+            Err(e) => return (out, r.torn_tail(), Some(e)),
+        }
+    }
+}
+
+#[test]
+fn recovery_mode_ends_the_log_at_damage_that_runs_to_its_end() {
+    let records = vec![big(100, 1), big(200, 2), big(300, 3)];
+    let clean = write_log(&records);
+    let (read, torn, err) = recover_log(&clean);
+    assert_eq!((read.len(), torn, err.is_none()), (3, false, true));
+
+    // The last record cut short, or garbled: a torn tail, not an error.
+    let mut garbled = clean[..clean.len() - 50].to_vec();
+    garbled.extend_from_slice(&[0xab; 80]);
+    for bytes in [&clean[..clean.len() - 50], &garbled[..]] {
+        let (read, torn, err) = recover_log(bytes);
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(read, records[..2].to_vec());
+        assert!(torn);
+    }
+}
+
+#[test]
+fn recovery_mode_refuses_damage_followed_by_a_readable_record() {
+    let records = vec![big(100, 1), big(200, 2), big(300, 3)];
+    let mut bytes = write_log(&records);
+    // Garbage over the second record's payload: record 3 still follows it.
+    let second = HEADER_SIZE + 100;
+    bytes[second + HEADER_SIZE + 10..second + HEADER_SIZE + 30].fill(0x5a);
+    let (read, _, err) = recover_log(&bytes);
+    assert_eq!(read, records[..1].to_vec());
+    let err = err.expect("damage inside the log is an error");
+    assert!(err.is_corruption());
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("{PATH} at offset {second}"))
+            && text.contains("readable records follow"),
+        "{text}"
+    );
+}
+
+#[test]
+fn recovery_mode_refuses_one_flipped_bit_even_in_the_last_record() {
+    let records = vec![big(100, 1), big(200, 2), big(300, 3)];
+    let clean = write_log(&records);
+    let last = 2 * HEADER_SIZE + 300;
+    // Every bit of the last record: checksum, length, type, payload.
+    for byte in last..clean.len() {
+        for bit in 0..8 {
+            let mut bytes = clean.clone();
+            bytes[byte] ^= 1 << bit;
+            let (read, _, err) = recover_log(&bytes);
+            let err =
+                err.unwrap_or_else(|| panic!("byte {byte} bit {bit}: read {} records", read.len()));
+            let text = err.to_string();
+            assert!(
+                text.contains(&format!("at offset {last}")) && text.contains("one flipped bit"),
+                "byte {byte} bit {bit}: {text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn recovery_mode_takes_a_zeroed_tail_for_a_torn_write() {
+    let records = vec![big(100, 1), big(200, 2), big(600, 3)];
+    let mut bytes = write_log(&records);
+    let len = bytes.len();
+    bytes[len - 512..].fill(0);
+    let (read, torn, err) = recover_log(&bytes);
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(read, records[..2].to_vec());
+    assert!(torn);
+}
+
+#[test]
+fn recovery_mode_finds_readable_records_in_a_later_block() {
+    // A record filling most of block 0, damaged; records in block 1 follow it.
+    let records = vec![
+        big(BLOCK_SIZE - 100, 1),
+        big(10, 2),
+        big(BLOCK_SIZE, 3),
+        big(10, 4),
+    ];
+    let mut bytes = write_log(&records);
+    bytes[HEADER_SIZE + 5] ^= 1;
+    let (read, _, err) = recover_log(&bytes);
+    assert!(read.is_empty());
+    assert!(err.expect("an error").to_string().contains("at offset 0"));
+}
+
+#[test]
+fn torn_tail_is_false_for_a_log_that_ends_after_its_last_record() {
+    let (_, torn, _) = recover_log(&[]);
+    assert!(!torn);
+    let bytes = write_log(&[big(BLOCK_SIZE - HEADER_SIZE - 3, 1)]);
+    let (read, torn, _) = recover_log(&bytes);
+    assert_eq!((read.len(), torn), (1, false));
+    // Zero-filled space after the last record is a torn tail too.
+    let mut zeros = bytes.clone();
+    zeros.extend_from_slice(&[0; 100]);
+    let (read, torn, err) = recover_log(&zeros);
+    assert_eq!((read.len(), torn, err.is_none()), (1, true, true));
+}

@@ -229,7 +229,7 @@ impl VersionSet {
                 e
             }
         })?;
-        let mut reader = LogReader::new(file, &path, ReadMode::Strict);
+        let mut reader = LogReader::new(file, &path, ReadMode::Recovery);
         let mut builder = Builder::new(&self.icmp, &self.current);
         let (mut log_number, mut prev_log_number, mut next_file, mut last_sequence) =
             (None, None, None, None);
