@@ -22,93 +22,24 @@
 //!
 //! `STRATA_CRASH_SCALE=N` multiplies the length of every workload for long runs.
 
-use std::collections::BTreeMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use strata::env::{FaultEnv, FileOp, OpKind};
-use strata::{CrashMode, Db, Env, MemEnv, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata::{CrashMode, Db, Env, MemEnv, Options, WriteOptions};
+
+mod common;
+
+use common::writes::{batch, fingerprints, recovered_prefix, Shape};
 
 const DIR: &str = "/db";
-const KEYS: u64 = 300;
 
 fn scale() -> u64 {
     std::env::var("STRATA_CRASH_SCALE")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1)
-}
-
-/// The writes of a workload.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Shape {
-    /// Three keys and sometimes two deletions.
-    Small,
-    /// Every fifth value 40 KiB, so that log records span blocks.
-    Big,
-    /// Thirty more keys a write.
-    Wide,
-}
-
-/// Write `i`: three keys set to the same value (one of them `last`, naming `i`), and every
-/// seventh write also deletes two keys; more per [`Shape`].
-fn batch(i: u64, shape: Shape) -> WriteBatch {
-    let mut b = WriteBatch::new();
-    let len = if shape == Shape::Big && i % 5 == 0 {
-        40 << 10
-    } else {
-        (i % 61) as usize
-    };
-    let value = format!("{i:08}:{}", "v".repeat(len));
-    b.put(format!("a{:04}", i % KEYS).as_bytes(), value.as_bytes());
-    b.put(
-        format!("b{:04}", (i * 7) % KEYS).as_bytes(),
-        value.as_bytes(),
-    );
-    if i % 7 == 3 {
-        b.delete(format!("a{:04}", (i * 3) % KEYS).as_bytes());
-        b.delete(format!("b{:04}", (i * 5) % KEYS).as_bytes());
-    }
-    if shape == Shape::Wide {
-        for j in 0..30 {
-            b.put(
-                format!("c{:04}", (i * 31 + j) % KEYS).as_bytes(),
-                value.as_bytes(),
-            );
-        }
-    }
-    b.put(b"last", value.as_bytes());
-    b
-}
-
-fn entry_hash(key: &[u8], value: &[u8]) -> u64 {
-    let mut h = DefaultHasher::new();
-    key.hash(&mut h);
-    value.hash(&mut h);
-    h.finish()
-}
-
-/// `fingerprints[k]`: an order-free hash of the contents after writes `0..k`.
-fn fingerprints(n: u64, shape: Shape) -> Vec<u64> {
-    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-    let mut hash = 0u64;
-    let mut out = vec![0];
-    for i in 0..n {
-        for op in batch(i, shape).iter() {
-            let op = op.unwrap();
-            if let Some(old) = model.remove(op.key) {
-                hash ^= entry_hash(op.key, &old);
-            }
-            if op.kind == strata::key::ValueKind::Value {
-                hash ^= entry_hash(op.key, op.value);
-                model.insert(op.key.to_vec(), op.value.to_vec());
-            }
-        }
-        out.push(hash);
-    }
-    out
 }
 
 /// How far the workload got, as the observer reads it at a crash point.
@@ -483,23 +414,7 @@ fn check_state(
         }
         Err(e) => return Err(format!("open failed: {e}")),
     };
-    let mut hash = 0u64;
-    let mut last = None;
-    for item in db
-        .scan(&ReadOptions::default())
-        .map_err(|e| e.to_string())?
-    {
-        let (k, v) = item.map_err(|e| format!("scan: {e}"))?;
-        hash ^= entry_hash(&k, &v);
-        if k == b"last" {
-            let n: u64 = std::str::from_utf8(&v[..8])
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .ok_or("unreadable last")?;
-            last = Some(n + 1);
-        }
-    }
-    let k = last.unwrap_or(0);
+    let (k, hash) = recovered_prefix(&db)?;
     if k < state.must_hold {
         return Err(format!(
             "holds writes 0..{k}, but 0..{} were acknowledged{}",

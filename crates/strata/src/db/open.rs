@@ -22,7 +22,7 @@ use crate::log::{LogReader, LogWriter, ReadMode};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::snapshot::SnapshotList;
-use crate::version::set::{set_current_file, VersionSet};
+use crate::version::set::{current_names, set_current_file, VersionSet};
 use crate::version::VersionEdit;
 
 macro_rules! info {
@@ -216,7 +216,7 @@ fn new_db(env: &dyn Env, dir: &Path, options: &Options) -> Result<()> {
         writer.sync()?;
         set_current_file(env, dir, 1)
     })();
-    if result.is_err() {
+    if result.is_err() && !current_names(env, dir, 1) {
         let _ = env.remove_file(&path);
     }
     result

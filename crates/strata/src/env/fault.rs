@@ -13,6 +13,8 @@
 //! - after a `sync` of a file failed, it is not synced again (a retried `fsync` can report
 //!   success for data the kernel already dropped).
 //!
+//! A file created anew under the same name is another file, with a clean record.
+//!
 //! Locking: one mutex guards the plan, the counter and the record of failed files; it is never
 //! held while the wrapped env runs, nor while the observer runs.
 
@@ -212,6 +214,11 @@ impl<E> FaultEnv<E> {
             let mut state = self.state();
             let index = state.next_index;
             state.next_index += 1;
+            if kind == OpKind::Create {
+                // A new file under the name of one that failed is another file.
+                state.failed_writes.remove(path);
+                state.failed_syncs.remove(path);
+            }
             if kind == OpKind::Append && state.failed_writes.contains(path) {
                 let v = format!(
                     "call {index}: append to {} after a write or sync to it failed",

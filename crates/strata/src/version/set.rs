@@ -59,6 +59,11 @@ pub(crate) fn read_current(env: &dyn Env, dir: &Path) -> Result<String> {
     }
 }
 
+/// True if `CURRENT` can be read and names MANIFEST `manifest_number`.
+pub(crate) fn current_names(env: &dyn Env, dir: &Path, manifest_number: u64) -> bool {
+    read_current(env, dir).is_ok_and(|name| name == filename::manifest_name(manifest_number))
+}
+
 /// Points `CURRENT` at MANIFEST `manifest_number`, atomically and durably.
 pub(crate) fn set_current_file(env: &dyn Env, dir: &Path, manifest_number: u64) -> Result<()> {
     let temp = filename::temp_file(dir, manifest_number);
@@ -365,7 +370,11 @@ impl VersionSet {
             }
             Err(e) => {
                 self.manifest = None;
-                if pending.snapshot.is_some() {
+                // A new MANIFEST that CURRENT may already name (the rename done, the directory
+                // sync failed) must stay: removing it could leave CURRENT naming nothing.
+                if pending.snapshot.is_some()
+                    && !current_names(&*self.env, &self.dir, pending.manifest_number)
+                {
                     let _ = self.env.remove_file(&pending.manifest_path);
                 }
                 Err(e)

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod writes;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
