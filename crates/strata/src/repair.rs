@@ -14,6 +14,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::coding::{crc32c, crc32c_extend, decode_fixed32, unmask_crc, Decoder};
+use crate::env::RandomAccessFile;
+
 use crate::batch::WriteBatch;
 use crate::comparator::Comparator;
 use crate::env::Env;
@@ -24,7 +27,8 @@ use crate::key::{InternalKeyComparator, ParsedInternalKey};
 use crate::log::{LogReader, LogWriter, ReadMode};
 use crate::memtable::MemTable;
 use crate::options::Options;
-use crate::table::{Table, TableBuilder};
+use crate::table::format::{read_block, BLOCK_TRAILER_SIZE, FOOTER_SIZE, TABLE_MAGIC};
+use crate::table::{Block, BlockHandle, Table, TableBuilder, TableOptions};
 use crate::version::set::set_current_file;
 use crate::version::{FileMetaData, VersionEdit};
 use crate::Db;
@@ -206,22 +210,47 @@ impl Repairer<'_> {
         let path = self.dir.join(name);
         let opened = self.env.file_size(&path).and_then(|size| {
             let file = self.env.new_random_access_file(&path)?;
-            Table::open(self.options.table_options(), file, &path, size, None).map(|t| (t, size))
+            Ok((file, size))
         });
-        let Ok((table, size)) = opened else {
+        let Ok((file, size)) = opened else {
             self.report.damaged_pieces += 1;
             return self.move_to_lost(name);
         };
+        // The filter is not needed to read entries: a damaged filter or metaindex costs
+        // nothing.
+        let table_options = TableOptions {
+            filter_policy: None,
+            ..self.options.table_options()
+        };
         let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let mut bad_keys = 0;
-        let (skipped, _) = table.salvage(|k, v| {
+        let mut keep = |k: &[u8], v: &[u8]| {
             if ParsedInternalKey::parse(k).is_some() {
                 entries.push((k.to_vec(), v.to_vec()));
             } else {
                 bad_keys += 1;
             }
-        });
-        // Blocks whose entries are out of order are damage too.
+        };
+        let skipped = match Table::open(table_options, file.clone(), &path, size, None) {
+            Ok(table) => table.salvage(&mut keep).0,
+            Err(_) => 1,
+        };
+        // A table is kept as it is only if it also opens with the filter policy: a damaged
+        // filter or metaindex block makes it rewritten from its entries.
+        let opens_whole = skipped == 0
+            && Table::open(
+                self.options.table_options(),
+                file.clone(),
+                &path,
+                size,
+                None,
+            )
+            .is_ok();
+        if skipped > 0 {
+            // The index, the footer or a data block is damaged: find the blocks that still
+            // read whole without the index's help.
+            salvage_blocks_without_index(&*file, &path, size, &self.icmp, &mut keep);
+        }
         let sorted = entries
             .windows(2)
             .all(|w| self.icmp.compare(&w[0].0, &w[1].0).is_lt());
@@ -229,7 +258,7 @@ impl Repairer<'_> {
             let seqno = ParsedInternalKey::parse(k).expect("filtered above").seqno;
             self.max_seqno = self.max_seqno.max(seqno);
         }
-        if skipped == 0 && bad_keys == 0 && sorted {
+        if opens_whole && bad_keys == 0 && sorted {
             if let (Some(first), Some(last)) = (entries.first(), entries.last()) {
                 self.report.records += entries.len() as u64;
                 self.tables.push(FileMetaData {
@@ -243,8 +272,8 @@ impl Repairer<'_> {
             // An empty table holds nothing to keep.
             return self.move_to_lost(name);
         }
-        self.report.damaged_pieces += (skipped + bad_keys) as u64;
-        if !sorted {
+        self.report.damaged_pieces += (skipped + bad_keys).max(usize::from(!opens_whole)) as u64;
+        if !sorted || skipped > 0 {
             entries.sort_by(|a, b| self.icmp.compare(&a.0, &b.0));
             entries.dedup_by(|a, b| a.0 == b.0);
         }
@@ -303,5 +332,138 @@ impl Repairer<'_> {
             let _ = self.env.remove_file(&path);
         }
         result
+    }
+}
+
+/// Reads the data blocks of a table whose index or footer is damaged, or that was cut short,
+/// calling `visit` with each entry of each block that reads whole (checksum verified):
+/// - the blocks the index names, the index read without its checksum and the footer without
+///   its magic number;
+/// - then the blocks found one after the other from the start of the file, each recognised by
+///   a trailer whose checksum matches, up to the first that is not found or is not a data
+///   block (its keys do not follow the previous block's, or it is the index).
+fn salvage_blocks_without_index(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    size: u64,
+    icmp: &InternalKeyComparator,
+    visit: &mut dyn FnMut(&[u8], &[u8]),
+) {
+    let Ok(len) = usize::try_from(size) else {
+        return;
+    };
+    let mut bytes = vec![0u8; len];
+    if file.read_exact_at(0, &mut bytes).is_err() {
+        return;
+    }
+    let cmp: Arc<dyn Comparator> = Arc::new(icmp.clone());
+    let path: Arc<Path> = Arc::from(path);
+    // Everything at or after the metaindex (filter, metaindex, index) is not data.
+    let mut data_end = size;
+    let mut named: Vec<BlockHandle> = Vec::new();
+    if len >= FOOTER_SIZE {
+        // The footer's handles are trusted only where they fit the layout every table has:
+        // data blocks, filter, metaindex, index, footer, one after the other.
+        let footer_start = size - FOOTER_SIZE as u64;
+        let trailer = BLOCK_TRAILER_SIZE as u64;
+        let magic_ok = bytes[len - 8..] == TABLE_MAGIC.to_le_bytes();
+        let mut d = Decoder::new(&bytes[len - FOOTER_SIZE..]);
+        let metaindex = BlockHandle::decode_from(&mut d);
+        let index = BlockHandle::decode_from(&mut d)
+            .filter(|h| h.offset.checked_add(h.size + trailer) == Some(footer_start));
+        let metaindex = metaindex.filter(|m| {
+            let end = m.offset.checked_add(m.size + trailer);
+            match index {
+                Some(i) => end == Some(i.offset),
+                None => magic_ok && end.is_some_and(|e| e < footer_start),
+            }
+        });
+        if let Some(m) = metaindex {
+            data_end = m.offset;
+        }
+        let index_data = index.and_then(|h| read_block(file, &path, size, h, false).ok());
+        if let Some(block) = index_data.and_then(|data| Block::new(data, path.clone(), 0).ok()) {
+            let block = Arc::new(block);
+            let mut it = block.iter(cmp.clone());
+            it.seek_to_first();
+            while it.valid() {
+                if let Some(h) = BlockHandle::decode(it.value()) {
+                    named.push(h);
+                }
+                it.next();
+            }
+        }
+    }
+    // Visits the entries of the block at `handle` if it reads whole and is a data block whose
+    // keys ascend after `previous_last`; returns its last key. A block whose every value is
+    // the handle of a block in `seen` is an index, not data.
+    let mut visit_block = |handle: BlockHandle,
+                           previous_last: Option<&[u8]>,
+                           seen: &[BlockHandle]|
+     -> Option<Vec<u8>> {
+        let data = read_block(file, &path, data_end, handle, true).ok()?;
+        let block = Arc::new(Block::new(data, path.clone(), handle.offset).ok()?);
+        let mut entries = Vec::new();
+        let mut it = block.iter(cmp.clone());
+        it.seek_to_first();
+        while it.valid() {
+            ParsedInternalKey::parse(it.key())?;
+            entries.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        it.status().ok()?;
+        let in_order = entries
+            .windows(2)
+            .all(|w| icmp.compare(&w[0].0, &w[1].0).is_lt());
+        let follows = match (previous_last, entries.first()) {
+            (Some(prev), Some((first, _))) => icmp.compare(prev, first).is_lt(),
+            _ => true,
+        };
+        let is_index = entries
+            .iter()
+            .all(|(_, v)| BlockHandle::decode(v).is_some_and(|h| seen.contains(&h)));
+        if !in_order || !follows || entries.is_empty() || is_index {
+            return None;
+        }
+        for (k, v) in &entries {
+            visit(k, v);
+        }
+        entries.pop().map(|(k, _)| k)
+    };
+    for &handle in &named {
+        visit_block(handle, None, &[]);
+    }
+    // Blocks one after the other from offset 0, each ending in a trailer (type byte, masked
+    // CRC of the block and type) that checks.
+    let mut start = 0usize;
+    let mut previous_last: Option<Vec<u8>> = None;
+    let mut seen: Vec<BlockHandle> = Vec::new();
+    let end = usize::try_from(data_end).unwrap_or(len).min(len);
+    while start + BLOCK_TRAILER_SIZE <= end {
+        let mut crc = crc32c(&[]);
+        let mut found = None;
+        for stored_len in 0..=end - start - BLOCK_TRAILER_SIZE {
+            let at = start + stored_len;
+            let kind = bytes[at];
+            if kind <= 1 {
+                let stored = decode_fixed32(&bytes[at + 1..at + 5]).expect("4 bytes");
+                if crc32c_extend(crc, &[kind]) == unmask_crc(stored) {
+                    found = Some(stored_len);
+                    break;
+                }
+            }
+            crc = crc32c_extend(crc, &bytes[at..at + 1]);
+        }
+        let Some(stored_len) = found else { break };
+        let handle = BlockHandle {
+            offset: start as u64,
+            size: stored_len as u64,
+        };
+        match visit_block(handle, previous_last.as_deref(), &seen) {
+            Some(last) => previous_last = Some(last),
+            None => break,
+        }
+        seen.push(handle);
+        start += stored_len + BLOCK_TRAILER_SIZE;
     }
 }

@@ -91,6 +91,7 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
     let mut versions = VersionSet::new(dir, env.clone(), icmp.clone());
     versions.recover()?;
     check_tables_exist(&*env, dir, &versions)?;
+    check_live_log_exists(&*env, dir, &versions)?;
     if options.paranoid_checks {
         // Every table's footer, index and filter, checksums verified, before anything is written.
         for level in &versions.current().files {
@@ -220,6 +221,24 @@ fn new_db(env: &dyn Env, dir: &Path, options: &Options) -> Result<()> {
         let _ = env.remove_file(&path);
     }
     result
+}
+
+/// Fails if the log the MANIFEST names as live is missing. A database always has it: the edit
+/// that makes a log live is written after the log's name is durable, and older logs are
+/// deleted only after that edit is. A missing live log means the MANIFEST lost records (its
+/// tail truncated or damaged) whose effects, older logs deleted, already happened.
+fn check_live_log_exists(env: &dyn Env, dir: &Path, versions: &VersionSet) -> Result<()> {
+    let number = versions.log_number;
+    let path = filename::log_file(dir, number);
+    if number == 0 || env.exists(&path) {
+        return Ok(());
+    }
+    Err(Error::corruption(
+        path,
+        0,
+        "the log the MANIFEST names as live is missing: the MANIFEST has lost records, or the \
+         log was deleted (repair the database)",
+    ))
 }
 
 /// Fails if a table the current version lists is missing from the directory.

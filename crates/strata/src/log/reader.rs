@@ -309,17 +309,22 @@ impl LogReader {
                     continue;
                 }
                 if self.mode == ReadMode::Recovery {
+                    // Cut off by the end of the file (the writer died), or a damaged length
+                    // with records after it: the byte-by-byte search that follows tells.
                     self.refuse_single_bit_damage(offset)?;
+                    let reason = if self.eof {
+                        "record cut off by the end of the file"
+                    } else {
+                        "bad record length"
+                    };
+                    self.report(offset, available as u64, reason)?;
+                    self.pos += 1;
+                    continue;
                 }
                 if self.eof {
                     // The payload was cut off by the end of the file: the writer died.
                     self.drop_block_rest();
                     return Ok(Physical::Eof);
-                }
-                if self.mode == ReadMode::Recovery {
-                    self.report(offset, available as u64, "bad record length")?;
-                    self.pos += 1;
-                    continue;
                 }
                 let dropped = self.drop_block_rest();
                 self.report(offset, dropped, "bad record length")?;

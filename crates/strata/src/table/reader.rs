@@ -410,6 +410,37 @@ impl Table {
         }
     }
 
+    /// Where each data block is, and the internal keys of its entries: the table's layout,
+    /// for tools and tests that need to know which records a damaged byte range holds.
+    ///
+    /// # Errors
+    /// The first damaged block met, as a corruption error.
+    pub fn data_blocks(&self) -> Result<Vec<(BlockHandle, Vec<Vec<u8>>)>> {
+        let read = BlockReadOptions {
+            verify_checksums: true,
+            fill_cache: false,
+        };
+        let mut out = Vec::new();
+        let mut index = self.index.iter(self.icmp.clone());
+        index.seek_to_first();
+        while index.valid() {
+            let handle = self.decode_handle(index.value(), self.metaindex.offset)?;
+            let block = self.data_block(handle, &read)?;
+            let mut it = block.iter(self.icmp.clone());
+            it.seek_to_first();
+            let mut keys = Vec::new();
+            while it.valid() {
+                keys.push(it.key().to_vec());
+                it.next();
+            }
+            it.status()?;
+            out.push((handle, keys));
+            index.next();
+        }
+        index.status()?;
+        Ok(out)
+    }
+
     /// The approximate file offset where the data for `internal_key` is, or would be.
     pub fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
         let mut index = self.index.iter(self.icmp.clone());

@@ -82,7 +82,8 @@ pub(crate) struct PendingApply {
     version: Version,
     log_number: u64,
     prev_log_number: u64,
-    adds_files: bool,
+    /// The edit adds tables or moves to a newer log.
+    needs_dir_sync: bool,
     manifest_number: u64,
     manifest_path: PathBuf,
     /// The open MANIFEST, or `None` to start a new one.
@@ -96,9 +97,10 @@ impl PendingApply {
     /// Writes and syncs the edit to the MANIFEST (starting a new one, and switching `CURRENT`
     /// to it, if needed). Needs no lock.
     pub(crate) fn write(&mut self, env: &dyn Env, dir: &Path) -> Result<()> {
-        // The tables the edit adds were synced, but their names live in the directory: make
-        // them durable before the MANIFEST refers to them.
-        if self.adds_files {
+        // The tables the edit adds were synced, but their names live in the directory, as does
+        // the name of a new log the edit makes live: make them durable before the MANIFEST
+        // refers to them.
+        if self.needs_dir_sync {
             env.sync_dir(dir)?;
         }
         if let Some(snapshot) = &self.snapshot {
@@ -348,7 +350,7 @@ impl VersionSet {
             version,
             log_number,
             prev_log_number,
-            adds_files: !edit.new_files.is_empty(),
+            needs_dir_sync: !edit.new_files.is_empty() || log_number > self.log_number,
             manifest_number: self.manifest_file_number,
             manifest_path,
             writer,
