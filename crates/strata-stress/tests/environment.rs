@@ -242,3 +242,58 @@ fn missing_or_empty_current_a_missing_table_and_stray_files() {
     let db = Db::open(path, Options::default()).unwrap();
     assert_eq!(db.scan(&ReadOptions::default()).unwrap().count(), 2000);
 }
+
+#[test]
+fn a_low_open_file_limit_with_hundreds_of_tables_still_reads_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), create()).unwrap();
+    // Incompressible values, so that each 1 MiB table holds 1 MiB of them.
+    let mut x = 0x2545_f491_4f6c_dd1d_u64;
+    let mut keys = 0u32;
+    while keys < 120 * 256 {
+        let mut v = Vec::with_capacity(4096);
+        while v.len() < 4096 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            v.extend_from_slice(&x.to_le_bytes());
+        }
+        db.put(
+            &WriteOptions::default(),
+            format!("k{keys:07}").as_bytes(),
+            &v,
+        )
+        .unwrap();
+        keys += 1;
+    }
+    db.compact_range(None, None).unwrap();
+    drop(db);
+    let tables = fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".ldb")
+        })
+        .count();
+    assert!(tables >= 200, "only {tables} tables");
+    // 32 descriptors for the whole process, for hundreds of tables read by a scan and by
+    // lookups all over them.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 32 && exec '{}' readall '{}'",
+            env!("CARGO_BIN_EXE_crashloop"),
+            dir.path().display()
+        ))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        keys.to_string()
+    );
+}

@@ -86,7 +86,11 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         dir,
         options.table_options(),
         Some(block_cache.clone()),
-        options.max_open_files,
+        // Within the process's limit too: past it, opening a table would fail (EMFILE).
+        env.open_files_limit()
+            .map_or(options.max_open_files, |limit| {
+                options.max_open_files.min(limit.max(20))
+            }),
     ));
     let mut versions = VersionSet::new(dir, env.clone(), icmp.clone());
     versions.recover()?;

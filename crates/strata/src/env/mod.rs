@@ -121,6 +121,13 @@ pub trait Env: Send + Sync + fmt::Debug {
     /// holds it.
     fn lock_file(&self, path: &Path) -> Result<Box<dyn FileLock>>;
 
+    /// How many files a database may keep open through this env, if the env has a limit (the
+    /// process's open-file limit, for example). A database keeps its table cache within both
+    /// this and [`Options::max_open_files`](crate::Options::max_open_files). Default: no limit.
+    fn open_files_limit(&self) -> Option<usize> {
+        None
+    }
+
     /// Takes a shared lock on the existing file `path`, without writing anything: shared locks
     /// coexist, but exclude an exclusive one. Read-only opens use it.
     ///

@@ -206,6 +206,14 @@ fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> Err
 }
 
 impl Env for PosixEnv {
+    /// Half the process's soft limit on open files (`RLIMIT_NOFILE`), leaving the rest to the
+    /// program and to the database's logs and MANIFEST.
+    fn open_files_limit(&self) -> Option<usize> {
+        let (soft, _hard) =
+            nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).ok()?;
+        usize::try_from(soft / 2).ok()
+    }
+
     fn new_sequential_file(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         let file = File::open(path).map_err(io_err(path, "open"))?;
         Ok(Box::new(PosixSequentialFile {
