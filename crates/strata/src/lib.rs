@@ -16,6 +16,29 @@
 //!
 //! The lower layers are public for tools and tests: the log format ([`log`]), tables
 //! ([`table`]), filters ([`filter`]), caches ([`cache`]), MANIFEST records ([`version`]).
+//! [`check()`] reads every file a database depends on and lists what is damaged; [`repair()`]
+//! rebuilds a database that will not open.
+//!
+//! # Durability
+//!
+//! strata keeps what it acknowledged (the project's `docs/durability.md` gives the whole
+//! contract and the tests behind it):
+//! 1. a write acknowledged with `sync` survives a process kill, a power loss and a crash at any
+//!    file-system call; one acknowledged without `sync` survives a process kill;
+//! 2. after a crash the database holds exactly a prefix of the acknowledged writes, with every
+//!    synced one: no holes;
+//! 3. a [`WriteBatch`] is applied whole or not at all, including one `write` refuses;
+//! 4. every block read is checksum-verified by default; damage is an [`Error::Corruption`]
+//!    naming the file and offset, never a wrong value;
+//! 5. only a tail torn by a crash (a log or MANIFEST whose last write was cut short) is
+//!    forgiven: other damage makes [`Db::open`] fail, and [`repair()`] salvages the rest;
+//! 6. opening and repairing delete no file they cannot prove obsolete, and `create_if_missing`
+//!    will not create a database over database files without `CURRENT`;
+//! 7. after a failed log or MANIFEST write or sync, a handle refuses writes (reads go on) until
+//!    the database is reopened, and a failed sync is never retried;
+//! 8. one writer at a time, across processes and with LevelDB ([`Error::Locked`]);
+//! 9. keys up to [`MAX_KEY_SIZE`], values up to [`MAX_VALUE_SIZE`]; larger ones are refused and
+//!    nothing of their batch is applied.
 //!
 //! # Example
 //!

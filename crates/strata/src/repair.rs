@@ -72,7 +72,8 @@ pub struct RepairReport {
 /// ```
 ///
 /// # Errors
-/// [`Error::Locked`] if the database is open; I/O errors writing the new files.
+/// [`Error::Locked`](crate::Error::Locked) if the database is open; I/O errors writing the new
+/// files.
 pub fn repair(path: impl AsRef<Path>, options: &Options) -> Result<RepairReport> {
     let dir = path.as_ref();
     let options = options.sanitized()?;

@@ -276,6 +276,12 @@ fn oversized_keys_are_refused_and_nothing_is_applied() {
     let err = db.write(&w(), batch).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
     assert_eq!(db.get(&r(), b"fine").unwrap(), None);
+    // The handle goes on, and the refused batch never reached the log.
+    db.put(&w(), b"after", b"v").unwrap();
+    drop(db);
+    let db = Db::open(DIR, options(&env)).unwrap();
+    assert_eq!(db.get(&r(), b"fine").unwrap(), None);
+    assert_eq!(scan(&db).len(), 1);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //!
 //! Tables hold internal keys (see [`key`](crate::key)); data and index blocks are ordered by the
 //! internal-key order built on [`TableOptions::comparator`], and filters hold user keys.
-//! See [`format`] for the file layout and [`block_builder`] for the block layout.
+//! See [`format`](mod@format) for the file layout and [`block_builder`] for the block layout.
 
 mod block;
 pub mod block_builder;
