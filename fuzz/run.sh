@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # Runs one fuzz target for a number of seconds, its corpus seeded from the LevelDB fixtures.
-#   fuzz/run.sh TARGET SECONDS        (TARGET: log_reader, block, table_reader, varint)
+#   fuzz/run.sh TARGET SECONDS        (TARGET: log_reader, manifest, open_db, block,
+#                                      table_reader, varint)
 # Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -17,6 +18,12 @@ case $target in
       head -c 40000 "$f" > "$corpus/seed-$(basename "$(dirname "$f")").log"
     done
     max_len=140000 ;;
+  manifest)
+    cp "$fixtures"/*/MANIFEST-* "$corpus"/ 2>/dev/null || true
+    max_len=4096 ;;
+  open_db)
+    cp regressions/open_db/* "$corpus"/
+    max_len=64 ;;
   table_reader)
     cp "$fixtures"/small/000005.ldb "$corpus"/small.ldb
     cp "$fixtures"/uncompressed/000005.ldb "$corpus"/uncompressed.ldb

@@ -29,7 +29,10 @@ fuzz_target!(|data: &[u8]| {
         };
         let table = Arc::new(table);
         for verify_checksums in [true, false] {
-            let read = BlockReadOptions { verify_checksums, fill_cache: false };
+            let read = BlockReadOptions {
+                verify_checksums,
+                fill_cache: false,
+            };
             let mut it = table.iter(read);
             let mut forward = Vec::new();
             it.seek_to_first();

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! The fuzz targets' checks (`fuzz/checks.rs`), run by `cargo test`:
+//! - on every input committed under `fuzz/regressions/<target>/` (inputs a fuzzer found, and
+//!   seeds from the LevelDB fixtures);
+//! - on a bounded number of inputs mutated from those with a seeded generator, so that every
+//!   test run fuzzes a little too. `STRATA_FUZZ_CASES=N` sets how many per target.
+//!
+//! The coverage-guided runs are `fuzz/run.sh TARGET SECONDS` (nightly, cargo-fuzz).
+
+#[path = "../../../fuzz/checks.rs"]
+mod checks;
+
+use std::fs;
+use std::path::Path;
+
+type Check = fn(&[u8]);
+
+fn inputs(target: &str) -> Vec<Vec<u8>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/regressions")
+        .join(target);
+    let mut files: Vec<_> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let inputs: Vec<Vec<u8>> = files.iter().map(|p| fs::read(p).unwrap()).collect();
+    assert!(!inputs.is_empty(), "no inputs in {}", dir.display());
+    inputs
+}
+
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// A mutation of `input`: some bytes flipped or overwritten, maybe cut or extended.
+fn mutate(input: &[u8], seed: u64) -> Vec<u8> {
+    let mut out = input.to_vec();
+    let mut x = seed;
+    let edits = 1 + mix(seed) % 4;
+    for _ in 0..edits {
+        x = mix(x);
+        if out.is_empty() {
+            out.push(x as u8);
+            continue;
+        }
+        let at = (x >> 8) as usize % out.len();
+        match x % 4 {
+            0 => out[at] ^= 1 << ((x >> 40) % 8),
+            1 => out[at] = (x >> 32) as u8,
+            2 => out.truncate(at),
+            _ => out.extend((0..(x >> 48) % 16).map(|i| mix(x ^ i) as u8)),
+        }
+    }
+    out
+}
+
+fn run(target: &str, check: Check) {
+    let cases: u64 = std::env::var("STRATA_FUZZ_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300);
+    let inputs = inputs(target);
+    for input in &inputs {
+        check(input);
+    }
+    for case in 0..cases {
+        let input = &inputs[case as usize % inputs.len()];
+        check(&mutate(input, case));
+    }
+    eprintln!(
+        "{target}: {} committed inputs and {cases} mutations",
+        inputs.len()
+    );
+}
+
+#[test]
+fn log_reader_inputs() {
+    run("log_reader", checks::log_reader);
+}
+
+#[test]
+fn manifest_inputs() {
+    run("manifest", checks::manifest);
+}
+
+#[test]
+fn open_db_inputs() {
+    run("open_db", checks::open_db);
+}
