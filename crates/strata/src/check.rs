@@ -37,8 +37,10 @@ pub struct CheckReport {
     pub manifest: Option<String>,
     /// The comparator the MANIFEST records.
     pub comparator: Option<String>,
-    /// The last sequence number the MANIFEST records (writes in the logs come after it).
+    /// The last sequence number the MANIFEST records.
     pub last_sequence: Option<u64>,
+    /// The MANIFEST ends in an edit a crash cut short (not damage: opening ignores it).
+    pub manifest_torn_tail: bool,
     /// Every file of the database's kinds in the directory, in name order.
     pub files: Vec<CheckedFile>,
     /// Every damaged piece, in the order found.
@@ -77,6 +79,9 @@ pub struct CheckedFile {
     pub records: u64,
     /// For a log, the puts and deletions its batches hold.
     pub operations: u64,
+    /// The file (a log or the MANIFEST) ends in a tail a crash cut short: not damage, opening
+    /// the database ends the file there.
+    pub torn_tail: bool,
     /// For a table, what reading it found (its `damage` is moved into the report's).
     pub table: Option<TableVerification>,
 }
@@ -210,6 +215,7 @@ pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
             level: None,
             records: 0,
             operations: 0,
+            torn_tail: false,
             table: None,
         };
         match kind {
@@ -217,6 +223,7 @@ pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
             FileKind::Manifest => {
                 if report.manifest.as_deref() == Some(name.as_str()) {
                     file.live = true;
+                    file.torn_tail = report.manifest_torn_tail;
                     file.records = manifest.as_ref().map_or(0, |m| m.records);
                 }
             }
@@ -309,7 +316,9 @@ fn read_manifest(
             return Ok(None);
         }
     };
-    let mut reader = LogReader::new(file, &path, ReadMode::Tolerant);
+    // As opening the database reads it: a torn tail (an edit a crash cut short) is where the
+    // MANIFEST ends; other damage is corruption.
+    let mut reader = LogReader::new(file, &path, ReadMode::Recovery);
     let mut state = ManifestState {
         records: 0,
         log_number: 0,
@@ -370,13 +379,7 @@ fn read_manifest(
         next_file = edit.next_file_number.or(next_file);
         last_sequence = edit.last_sequence.or(last_sequence);
     }
-    for c in reader.corruptions() {
-        report.damage.push(Damage::new(
-            &path,
-            Some(c.offset),
-            format!("{} ({} bytes dropped)", c.reason, c.dropped_bytes),
-        ));
-    }
+    report.manifest_torn_tail = reader.torn_tail();
     for (what, value) in [
         ("log-number", log_number),
         ("next-file", next_file),
@@ -395,13 +398,41 @@ fn read_manifest(
     Ok(Some(state))
 }
 
-/// Reads every record of the log at `path` and decodes each as a write batch.
+/// Reads the log at `path` as opening the database does (recovery mode: a torn tail is where
+/// the log ends, other damage is corruption); if that finds damage, reads it again tolerantly
+/// to list every damaged stretch.
 fn check_log(env: &dyn Env, path: &Path, file: &mut CheckedFile, damage: &mut Vec<Damage>) {
+    let before = damage.len();
+    file.torn_tail = read_log(env, path, ReadMode::Recovery, file, damage);
+    if damage.len() > before {
+        let verdict = damage.split_off(before);
+        file.records = 0;
+        file.operations = 0;
+        file.torn_tail = false;
+        read_log(env, path, ReadMode::Tolerant, file, damage);
+        if damage.len() == before {
+            damage.extend(verdict);
+        }
+    }
+}
+
+/// Reads every record of the log at `path` in `mode`, decoding each as a write batch; returns
+/// whether the log ends in a torn tail.
+fn read_log(
+    env: &dyn Env,
+    path: &Path,
+    mode: ReadMode,
+    file: &mut CheckedFile,
+    damage: &mut Vec<Damage>,
+) -> bool {
     let source = match env.new_sequential_file(path) {
         Ok(source) => source,
-        Err(e) => return damage.push(e.into()),
+        Err(e) => {
+            damage.push(e.into());
+            return false;
+        }
     };
-    let mut reader = LogReader::new(source, path, ReadMode::Tolerant);
+    let mut reader = LogReader::new(source, path, mode);
     loop {
         match reader.next_record() {
             Ok(Some(record)) => {
@@ -419,7 +450,7 @@ fn check_log(env: &dyn Env, path: &Path, file: &mut CheckedFile, damage: &mut Ve
             Ok(None) => break,
             Err(e) => {
                 damage.push(e.into());
-                break;
+                return false;
             }
         }
     }
@@ -430,6 +461,7 @@ fn check_log(env: &dyn Env, path: &Path, file: &mut CheckedFile, damage: &mut Ve
             format!("{} ({} bytes dropped)", c.reason, c.dropped_bytes),
         ));
     }
+    reader.torn_tail()
 }
 
 /// Reads every block of the table at `path` and compares it with what the MANIFEST records.

@@ -252,6 +252,7 @@ pub fn check(db: &Path, json: bool, bloom_bits: Option<usize>) -> Result<ExitCod
                 "live": f.live,
                 "level": f.level,
                 "records": f.records,
+                "torn_tail": f.torn_tail,
             })).collect::<Vec<_>>(),
             "damage": report.damage.iter().map(|d| json!({
                 "file": d.file.display().to_string(),
@@ -263,6 +264,14 @@ pub fn check(db: &Path, json: bool, bloom_bits: Option<usize>) -> Result<ExitCod
     } else {
         for damage in &report.damage {
             writeln!(out, "damaged: {damage}").map_err(CliError::output)?;
+        }
+        for file in report.files.iter().filter(|f| f.torn_tail) {
+            writeln!(
+                out,
+                "note: {} ends in a write a crash cut short; opening the database drops it",
+                db.join(&file.name).display()
+            )
+            .map_err(CliError::output)?;
         }
         writeln!(out, "{}", summary(db, &report)).map_err(CliError::output)?;
     }

@@ -185,6 +185,15 @@ fn a_damaged_log_record_is_found_but_a_torn_tail_is_not() {
     write_file(&env, &path, &data[..data.len() - 3], true).unwrap();
     let report = check(DIR, &options(&env)).unwrap();
     assert!(report.is_sound(), "{:?}", report.damage);
+    let checked = report.files.iter().find(|f| f.name == log).unwrap();
+    assert!(checked.torn_tail);
+    assert_eq!(checked.records, 99, "the torn record is not counted");
+    // A tail garbled by a crash (the last record cut, stale bytes after it) is a tear too.
+    let mut garbled = data[..data.len() - 3].to_vec();
+    garbled.extend_from_slice(&[0x5a; 40]);
+    write_file(&env, &path, &garbled, true).unwrap();
+    let report = check(DIR, &options(&env)).unwrap();
+    assert!(report.is_sound(), "{:?}", report.damage);
 
     write_file(&env, &path, &data, true).unwrap();
     flip_byte(&env, &log, 40);
