@@ -330,11 +330,17 @@ impl LogReader {
                 self.report(offset, dropped, "bad record length")?;
                 return Ok(Physical::Skipped);
             }
+            // While searching, only a known record type is worth a checksum: this keeps the
+            // search over a long damaged stretch to a few checksums per kilobyte.
+            let known_type = matches!(
+                RecordType::from_byte(type_byte),
+                Some(RecordType::Full | RecordType::First | RecordType::Middle | RecordType::Last)
+            );
+            if resyncing && !known_type {
+                self.pos += 1;
+                continue;
+            }
             if type_byte == RecordType::Zero as u8 && len == 0 {
-                if resyncing {
-                    self.pos += 1;
-                    continue;
-                }
                 // Preallocated space: skip the rest of the block silently.
                 self.drop_block_rest();
                 return Ok(Physical::Skipped);
