@@ -23,7 +23,7 @@ use crate::compaction::{picker, Compaction};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::iter::{BoxedIter, InternalIterator, MergingIter};
-use crate::key::{append_internal_key, ParsedInternalKey, ValueKind, MAX_SEQNO};
+use crate::key::{append_internal_key, user_key, ParsedInternalKey, ValueKind, MAX_SEQNO};
 use crate::memtable::MemTable;
 use crate::table::{BlockReadOptions, TableBuilder};
 use crate::version::set::new_table_meta;
@@ -269,16 +269,34 @@ fn manual_step<'a>(inner: &'a Arc<DbInner>, state: Guard<'a>) -> Guard<'a> {
         }
         return state;
     };
-    // The next step starts after this one's last input.
+    // The next step starts after this one's last input. A level-0 step takes every
+    // overlapping file at once, and a step whose last input reaches the end of the range
+    // covers it: either finishes the manual compaction. Going on would take in the files that
+    // flushes keep adding while writes continue, and never end (a level-0 file's largest key
+    // can lie past the range's end, so the next step's range would be empty but still match).
     let last = c.inputs[0]
         .last()
         .expect("a plan has inputs")
         .largest
         .clone();
+    let user = inner.icmp.user_comparator();
+    let mut finished = false;
     if let Some(m) = state.manual.as_mut() {
+        let past_end = m
+            .end
+            .as_deref()
+            .is_some_and(|end| user.compare(user_key(&last), user_key(end)).is_ge());
+        finished = m.level == 0 || past_end;
         m.begin = Some(last);
     }
-    run_compaction(inner, state, c)
+    // Marked done only once the step is installed: the caller returns when it sees `done`.
+    let mut state = run_compaction(inner, state, c);
+    if finished {
+        if let Some(m) = state.manual.as_mut() {
+            m.done = true;
+        }
+    }
+    state
 }
 
 /// Runs a compaction plan and installs its result.

@@ -622,3 +622,48 @@ fn reuse_logs_does_not_append_after_a_torn_tail() {
     let db = Db::open(DIR, reuse(true)).unwrap();
     assert_eq!(scan(&db).len(), 2);
 }
+
+#[test]
+fn a_manual_compaction_ends_while_writes_go_on() {
+    // Flushed files span the whole key space ("a..." to "z"), so a level-0 file always
+    // overlaps the range [m, n] and its largest key lies past it: a manual compaction that
+    // kept stepping would take in every new flush for as long as writes come.
+    let env = MemEnv::new();
+    let db = Arc::new(Db::open(DIR, small_options(&env)).unwrap());
+    for i in 0..2000u32 {
+        db.put(&w(), format!("a{i:05}").as_bytes(), &[b'v'; 100])
+            .unwrap();
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (db, stop) = (db.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut batch = WriteBatch::new();
+                batch.put(format!("a{:05}", i % 50_000).as_bytes(), &[b'w'; 100]);
+                batch.put(b"z", &i.to_le_bytes());
+                db.write(&w(), batch).unwrap();
+                i += 1;
+            }
+        })
+    };
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let compactor = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let result = db.compact_range(Some(b"m"), Some(b"n"));
+            let _ = done_tx.send(result.is_ok());
+        })
+    };
+    // One step takes milliseconds; without the fix it went on for as long as the writer did.
+    let ended = done_rx.recv_timeout(std::time::Duration::from_secs(15));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    compactor.join().unwrap();
+    assert_eq!(
+        ended,
+        Ok(true),
+        "compact_range did not return while writes went on"
+    );
+}
