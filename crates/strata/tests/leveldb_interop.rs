@@ -15,7 +15,7 @@
 #![allow(unsafe_code)]
 
 use std::collections::BTreeMap;
-use std::ffi::{c_char, c_int, c_uchar, CStr, CString};
+use std::ffi::{c_char, CStr, CString};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -27,98 +27,9 @@ use strata::table::{Compression, TableBuilder, TableOptions};
 use strata::version::{FileMetaData, VersionEdit};
 use strata::{Env, PosixEnv, WriteBatch};
 
-mod ffi {
-    use super::*;
+mod common;
 
-    #[repr(C)]
-    pub struct Db {
-        _private: [u8; 0],
-    }
-    #[repr(C)]
-    pub struct Options {
-        _private: [u8; 0],
-    }
-    #[repr(C)]
-    pub struct ReadOptions {
-        _private: [u8; 0],
-    }
-    #[repr(C)]
-    pub struct WriteOptions {
-        _private: [u8; 0],
-    }
-    #[repr(C)]
-    pub struct Iter {
-        _private: [u8; 0],
-    }
-    #[repr(C)]
-    pub struct FilterPolicy {
-        _private: [u8; 0],
-    }
-
-    #[link(name = "leveldb")]
-    extern "C" {
-        pub fn leveldb_options_create() -> *mut Options;
-        pub fn leveldb_options_destroy(o: *mut Options);
-        pub fn leveldb_options_set_paranoid_checks(o: *mut Options, v: c_uchar);
-        pub fn leveldb_options_set_filter_policy(o: *mut Options, p: *mut FilterPolicy);
-        pub fn leveldb_filterpolicy_create_bloom(bits_per_key: c_int) -> *mut FilterPolicy;
-        pub fn leveldb_filterpolicy_destroy(p: *mut FilterPolicy);
-        pub fn leveldb_open(
-            o: *const Options,
-            name: *const c_char,
-            err: *mut *mut c_char,
-        ) -> *mut Db;
-        pub fn leveldb_close(db: *mut Db);
-        pub fn leveldb_readoptions_create() -> *mut ReadOptions;
-        pub fn leveldb_readoptions_destroy(o: *mut ReadOptions);
-        pub fn leveldb_readoptions_set_verify_checksums(o: *mut ReadOptions, v: c_uchar);
-        pub fn leveldb_get(
-            db: *mut Db,
-            o: *const ReadOptions,
-            key: *const c_char,
-            keylen: usize,
-            vallen: *mut usize,
-            err: *mut *mut c_char,
-        ) -> *mut c_char;
-        pub fn leveldb_free(ptr: *mut std::ffi::c_void);
-        pub fn leveldb_create_iterator(db: *mut Db, o: *const ReadOptions) -> *mut Iter;
-        pub fn leveldb_iter_destroy(it: *mut Iter);
-        pub fn leveldb_iter_valid(it: *const Iter) -> c_uchar;
-        pub fn leveldb_iter_seek_to_first(it: *mut Iter);
-        pub fn leveldb_iter_seek_to_last(it: *mut Iter);
-        pub fn leveldb_iter_next(it: *mut Iter);
-        pub fn leveldb_iter_prev(it: *mut Iter);
-        pub fn leveldb_iter_key(it: *const Iter, len: *mut usize) -> *const c_char;
-        pub fn leveldb_iter_value(it: *const Iter, len: *mut usize) -> *const c_char;
-        pub fn leveldb_iter_get_error(it: *const Iter, err: *mut *mut c_char);
-        pub fn leveldb_options_set_create_if_missing(o: *mut Options, v: c_uchar);
-        pub fn leveldb_writeoptions_create() -> *mut WriteOptions;
-        pub fn leveldb_writeoptions_destroy(o: *mut WriteOptions);
-        pub fn leveldb_put(
-            db: *mut Db,
-            o: *const WriteOptions,
-            key: *const c_char,
-            keylen: usize,
-            val: *const c_char,
-            vallen: usize,
-            err: *mut *mut c_char,
-        );
-        pub fn leveldb_delete(
-            db: *mut Db,
-            o: *const WriteOptions,
-            key: *const c_char,
-            keylen: usize,
-            err: *mut *mut c_char,
-        );
-        pub fn leveldb_compact_range(
-            db: *mut Db,
-            start: *const c_char,
-            start_len: usize,
-            limit: *const c_char,
-            limit_len: usize,
-        );
-    }
-}
+use common::leveldb_ffi as ffi;
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -476,8 +387,6 @@ fn leveldb_reads_snappy_tables_through_strata_bloom_filters() {
 }
 
 // ---- Database level: strata's databases in LevelDB, and back. ----
-
-mod common;
 
 use std::collections::BTreeMap as Model;
 

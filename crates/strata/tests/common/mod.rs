@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+#[cfg(feature = "leveldb-interop")]
+pub mod leveldb_ffi;
 pub mod writes;
 
 use std::collections::BTreeMap;
