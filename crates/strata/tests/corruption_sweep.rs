@@ -24,8 +24,7 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 
 use strata::env::{read_file_to_vec, write_file};
 use strata::filter::BloomFilterPolicy;
@@ -35,18 +34,6 @@ use strata::table::{Table, TableOptions};
 use strata::{Db, Env, Error, MemEnv, Options, ReadOptions, WriteBatch, WriteOptions};
 
 const DIR: &str = "/db";
-static PANICS: AtomicU64 = AtomicU64::new(0);
-
-fn count_panics() {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            PANICS.fetch_add(1, Ordering::SeqCst);
-            default(info);
-        }));
-    });
-}
 
 fn options(env: &MemEnv) -> Options {
     Options {
@@ -433,7 +420,7 @@ fn damage_hits_data(name: &str, layout: &Layout) -> bool {
 
 #[test]
 fn every_damage_to_every_file_is_caught_and_repair_keeps_the_rest() {
-    count_panics();
+    common::count_panics();
     let (base, model, layout) = base();
     let mut total = 0;
     let mut problems = Vec::new();
@@ -448,5 +435,5 @@ fn every_damage_to_every_file_is_caught_and_repair_keeps_the_rest() {
     }
     eprintln!("damaged copies checked: {total}");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a thread panicked");
+    assert_eq!(common::panics(), 0, "a thread panicked");
 }

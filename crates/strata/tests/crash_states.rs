@@ -110,6 +110,14 @@ impl Harness {
     }
 }
 
+/// Opens the database and makes writes `0..n`, synced where `sync(i)`.
+fn writes(h: &Harness, n: u64, sync: fn(u64) -> bool) {
+    let db = h.open();
+    for i in 0..n {
+        h.write(&db, i, sync(i));
+    }
+}
+
 fn no_setup(_: &Harness) -> u64 {
     0
 }
@@ -132,12 +140,7 @@ fn workloads() -> Vec<Workload> {
             shape: Shape::Small,
             reuse_logs: false,
             setup: no_setup,
-            run: |h, n| {
-                let db = h.open();
-                for i in 0..n {
-                    h.write(&db, i, true);
-                }
-            },
+            run: |h, n| writes(h, n, |_| true),
             repair_first: false,
         },
         Workload {
@@ -146,12 +149,7 @@ fn workloads() -> Vec<Workload> {
             shape: Shape::Small,
             reuse_logs: false,
             setup: no_setup,
-            run: |h, n| {
-                let db = h.open();
-                for i in 0..n {
-                    h.write(&db, i, i % 10 == 9);
-                }
-            },
+            run: |h, n| writes(h, n, |i| i % 10 == 9),
             repair_first: false,
         },
         Workload {
@@ -160,12 +158,7 @@ fn workloads() -> Vec<Workload> {
             shape: Shape::Big,
             reuse_logs: false,
             setup: no_setup,
-            run: |h, n| {
-                let db = h.open();
-                for i in 0..n {
-                    h.write(&db, i, i % 4 == 0);
-                }
-            },
+            run: |h, n| writes(h, n, |i| i % 4 == 0),
             repair_first: false,
         },
         Workload {
@@ -174,12 +167,7 @@ fn workloads() -> Vec<Workload> {
             shape: Shape::Small,
             reuse_logs: false,
             setup: no_setup,
-            run: |h, n| {
-                let db = h.open();
-                for i in 0..n {
-                    h.write(&db, i, i % 50 == 0);
-                }
-            },
+            run: |h, n| writes(h, n, |i| i % 50 == 0),
             repair_first: false,
         },
         Workload {
@@ -252,12 +240,7 @@ fn workloads() -> Vec<Workload> {
             shape: Shape::Wide,
             reuse_logs: false,
             setup: no_setup,
-            run: |h, n| {
-                let db = h.open();
-                for i in 0..n {
-                    h.write(&db, i, i % 5 == 0);
-                }
-            },
+            run: |h, n| writes(h, n, |i| i % 5 == 0),
             repair_first: false,
         },
         Workload {

@@ -17,8 +17,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 
 use common::writes::{batch, fingerprints, recovered_prefix, Shape};
 use strata::env::{FaultEnv, FaultKind, FaultPlan};
@@ -27,20 +26,6 @@ use strata::{CrashMode, Db, Env, Error, MemEnv, Options, ReadOptions, WriteOptio
 const DIR: &str = "/db";
 const ROUNDS: u64 = 2;
 const WRITES_PER_ROUND: u64 = 40;
-
-static PANICS: AtomicU64 = AtomicU64::new(0);
-
-/// Counts panics in every thread (a background thread's too), keeping the default report.
-fn count_panics() {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            PANICS.fetch_add(1, Ordering::SeqCst);
-            default(info);
-        }));
-    });
-}
 
 fn options(env: Arc<dyn Env>) -> Options {
     Options {
@@ -156,7 +141,7 @@ fn check_reopen(image: MemEnv, least: u64, most: u64, prints: &[u64]) -> Result<
 
 #[test]
 fn every_fault_at_every_call_is_an_error_and_loses_nothing_acknowledged() {
-    count_panics();
+    common::count_panics();
     let stride: u64 = std::env::var("STRATA_FAULT_STRIDE")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -232,7 +217,7 @@ fn every_fault_at_every_call_is_an_error_and_loses_nothing_acknowledged() {
     }
     eprintln!("fault runs: {runs} ({calls} calls x 4 faults x once/persistent, stride {stride})");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a thread panicked");
+    assert_eq!(common::panics(), 0, "a thread panicked");
 }
 
 /// A database of `n` synced writes whose `CURRENT` is gone, so that only repair opens it.
@@ -254,7 +239,7 @@ fn needs_repair(n: u64) -> MemEnv {
 
 #[test]
 fn a_repair_that_fails_at_any_call_can_be_run_again_and_loses_nothing() {
-    count_panics();
+    common::count_panics();
     const WRITES: u64 = 300;
     let prints = fingerprints(WRITES + 1, Shape::Small);
     let clean = FaultEnv::new(needs_repair(WRITES));
@@ -301,5 +286,5 @@ fn a_repair_that_fails_at_any_call_can_be_run_again_and_loses_nothing() {
     eprintln!("repair fault runs: {runs} ({calls} calls x 3 faults x once/persistent)");
     failures.truncate(30);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a thread panicked");
+    assert_eq!(common::panics(), 0, "a thread panicked");
 }

@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Once;
 
 /// The fixtures committed with the project.
 pub fn project_fixtures() -> PathBuf {
@@ -84,4 +86,25 @@ pub fn expected_contents(root: &Path, name: &str) -> BTreeMap<Vec<u8>, Vec<u8>> 
             (hex_decode(k), hex_decode(v))
         })
         .collect()
+}
+
+/// Panics seen in any thread (a background thread's too) since [`count_panics`] was first
+/// called in this test binary.
+pub static PANICS: AtomicU64 = AtomicU64::new(0);
+
+/// Starts counting panics in [`PANICS`], keeping the default report.
+pub fn count_panics() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.fetch_add(1, Ordering::SeqCst);
+            default(info);
+        }));
+    });
+}
+
+/// The number of panics counted so far.
+pub fn panics() -> u64 {
+    PANICS.load(Ordering::SeqCst)
 }
