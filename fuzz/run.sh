@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # Runs one fuzz target for a number of seconds, its corpus seeded from the LevelDB fixtures.
-#   fuzz/run.sh TARGET SECONDS        (TARGET: log_reader, manifest, open_db, block,
-#                                      table_reader, varint)
+#   fuzz/run.sh TARGET SECONDS        (TARGET: log_reader, manifest, open_db, ops_model,
+#                                      block, table_reader, varint)
 # Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -24,6 +24,9 @@ case $target in
   open_db)
     cp regressions/open_db/* "$corpus"/
     max_len=64 ;;
+  ops_model)
+    cp regressions/ops_model/* "$corpus"/
+    max_len=2048 ;;
   table_reader)
     cp "$fixtures"/small/000005.ldb "$corpus"/small.ldb
     cp "$fixtures"/uncompressed/000005.ldb "$corpus"/uncompressed.ldb

@@ -91,3 +91,8 @@ fn manifest_inputs() {
 fn open_db_inputs() {
     run("open_db", checks::open_db);
 }
+
+#[test]
+fn ops_model_inputs() {
+    run("ops_model", checks::ops_model);
+}

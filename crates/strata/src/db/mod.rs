@@ -602,3 +602,7 @@ impl DbInner {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(all(test, loom))]
+#[path = "view_loom.rs"]
+mod loom_model;

@@ -8,6 +8,10 @@
 
 mod arena;
 mod skiplist;
+mod sync;
+
+#[cfg(all(test, loom))]
+pub(crate) use skiplist::loom_model;
 
 use std::sync::Arc;
 

@@ -27,13 +27,11 @@
 
 #![allow(unsafe_code)]
 
-use std::cmp::Ordering as CmpOrdering;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::Mutex;
-
 use super::arena::{Arena, ArenaState};
+use super::sync::{AtomicPtr, AtomicUsize, Mutex, Ordering};
 use crate::comparator::Comparator;
 use crate::key::InternalKeyComparator;
+use std::cmp::Ordering as CmpOrdering;
 
 /// The tallest tower. With branching 4, enough for 4^12 = 16M entries per memtable.
 pub(crate) const MAX_HEIGHT: usize = 12;
@@ -49,6 +47,12 @@ struct NodeHeader {
 
 const HEADER_BYTES: usize = std::mem::size_of::<NodeHeader>();
 const LINK_BYTES: usize = std::mem::size_of::<AtomicPtr<NodeHeader>>();
+// Links sit right after the header in 8-byte aligned arena memory (loom's atomics included).
+const _: () = assert!(
+    std::mem::align_of::<AtomicPtr<NodeHeader>>() <= 8
+        && HEADER_BYTES % 8 == 0
+        && LINK_BYTES % 8 == 0
+);
 
 type Node = *mut NodeHeader;
 
@@ -166,8 +170,8 @@ impl SkipList {
         let bytes = HEADER_BYTES + height * LINK_BYTES + key.len() + value.len();
         let node = arena.allocate(state, bytes).cast::<NodeHeader>();
         // SAFETY: `node` is fresh, 8-byte aligned memory of `bytes` bytes that nothing else
-        // references; the writes below stay within it. Arena memory is zeroed, so the links
-        // already hold null pointers.
+        // references; the writes below stay within it, and each link slot is aligned for an
+        // `AtomicPtr` (see the assertion on `LINK_BYTES`).
         unsafe {
             node.write(NodeHeader {
                 key_len: u32::try_from(key.len()).expect("keys are limited below 4 GiB"),
@@ -175,6 +179,12 @@ impl SkipList {
                 height: height as u32,
                 _pad: 0,
             });
+            for level in 0..height {
+                node.cast::<u8>()
+                    .add(HEADER_BYTES + level * LINK_BYTES)
+                    .cast::<AtomicPtr<NodeHeader>>()
+                    .write(AtomicPtr::new(std::ptr::null_mut()));
+            }
             let data = node.cast::<u8>().add(HEADER_BYTES + height * LINK_BYTES);
             std::ptr::copy_nonoverlapping(key.as_ptr(), data, key.len());
             std::ptr::copy_nonoverlapping(value.as_ptr(), data.add(key.len()), value.len());
@@ -448,3 +458,7 @@ impl<L: ListOwner> Cursor<L> {
 #[cfg(test)]
 #[path = "skiplist_tests.rs"]
 mod tests;
+
+#[cfg(all(test, loom))]
+#[path = "skiplist_loom.rs"]
+pub(crate) mod loom_model;
