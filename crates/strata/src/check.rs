@@ -242,7 +242,7 @@ pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
                     check_table(env, &path, &options, meta, &mut file, &mut report.damage);
                 }
             }
-            FileKind::Lock | FileKind::InfoLog | FileKind::Temp => {}
+            FileKind::Lock | FileKind::InfoLog | FileKind::Temp | FileKind::Blob => {}
         }
         report.files.push(file);
     }

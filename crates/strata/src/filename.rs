@@ -34,6 +34,8 @@ pub enum FileKind {
     InfoLog,
     /// `NNNNNN.dbtmp`
     Temp,
+    /// `NNNNNN.blob`: values kept apart from the tree (key-value separation).
+    Blob,
 }
 
 /// The path of log `number` in `dir`.
@@ -49,6 +51,11 @@ pub fn table_file(dir: &Path, number: u64) -> PathBuf {
 /// The legacy path of table `number`, as LevelDB before 1.14 wrote it.
 pub fn sst_table_file(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.sst"))
+}
+
+/// The path of blob file `number` in `dir`.
+pub fn blob_file(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.blob"))
 }
 
 /// The path of MANIFEST `number` in `dir`.
@@ -109,6 +116,7 @@ pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
         ".log" => FileKind::Log,
         ".ldb" | ".sst" => FileKind::Table,
         ".dbtmp" => FileKind::Temp,
+        ".blob" => FileKind::Blob,
         _ => return None,
     };
     parse_number(digits).map(|n| (kind, n))
@@ -125,8 +133,10 @@ mod tests {
         assert_eq!(table_file(dir, 1_234_567), Path::new("/db/1234567.ldb"));
         assert_eq!(manifest_name(2), "MANIFEST-000002");
         assert_eq!(temp_file(dir, 2), Path::new("/db/000002.dbtmp"));
+        assert_eq!(blob_file(dir, 9), Path::new("/db/000009.blob"));
         for (name, parsed) in [
             ("000007.log", (FileKind::Log, 7)),
+            ("000009.blob", (FileKind::Blob, 9)),
             ("7.log", (FileKind::Log, 7)),
             ("0000007.log", (FileKind::Log, 7)),
             ("000005.ldb", (FileKind::Table, 5)),

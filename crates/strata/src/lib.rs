@@ -66,6 +66,7 @@
 //! ```
 
 mod batch;
+pub mod blob;
 pub mod cache;
 pub mod check;
 pub mod coding;

@@ -537,6 +537,8 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
                 FileKind::Manifest => n >= manifest_number,
                 FileKind::Table | FileKind::Temp => live.contains(&n),
                 FileKind::Current | FileKind::Lock | FileKind::InfoLog => true,
+                // Blob files are kept until their lifecycle (garbage collection) decides.
+                FileKind::Blob => true,
             },
         };
         if keep {

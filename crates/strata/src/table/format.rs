@@ -31,7 +31,7 @@ pub const BLOCK_TRAILER_SIZE: usize = 5;
 pub const MAX_BLOCK_HANDLE_LEN: usize = 20;
 
 /// How a block is stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 #[repr(u8)]
 pub enum Compression {
     /// Stored as is.
@@ -39,6 +39,17 @@ pub enum Compression {
     /// Raw Snappy (no framing). Kept only when it saves more than 12.5%.
     #[default]
     Snappy = 1,
+}
+
+impl Compression {
+    /// Parses a stored compression byte.
+    pub fn from_byte(b: u8) -> Option<Compression> {
+        match b {
+            0 => Some(Compression::None),
+            1 => Some(Compression::Snappy),
+            _ => None,
+        }
+    }
 }
 
 /// Where a block lies in its file: its offset and its stored size, without the trailer.
@@ -193,7 +204,7 @@ pub fn read_block(
 }
 
 /// Decompresses a raw Snappy block, refusing lengths the input cannot produce.
-fn decompress_snappy(stored: &[u8]) -> std::result::Result<Vec<u8>, &'static str> {
+pub(crate) fn decompress_snappy(stored: &[u8]) -> std::result::Result<Vec<u8>, &'static str> {
     let len = snap::raw::decompress_len(stored).map_err(|_| "bad snappy block header")?;
     // Each Snappy element of k bytes yields at most 64 bytes, with k >= 3 for copies that long;
     // a claimed length beyond that bound is damage, and must not drive the allocation.
