@@ -6,6 +6,8 @@
 //! batch:  fixed64 seqno ‖ fixed32 count ‖ op*
 //! op:     0x01 ‖ length-prefixed key ‖ length-prefixed value     (put)
 //!         0x00 ‖ length-prefixed key                             (delete)
+//!         0x02 ‖ length-prefixed key ‖ length-prefixed pointer   (put of a value kept in a
+//!                                                                 blob file; strata only)
 //! ```
 //!
 //! Operation `i` gets sequence number `seqno + i`.
@@ -87,6 +89,23 @@ impl WriteBatch {
         self.rep.push(ValueKind::Value as u8);
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, value);
+    }
+
+    /// Adds `key → value kept in a blob file at pointer`. Only the write path makes these, from
+    /// large values (see `docs/blobs.md`).
+    pub(crate) fn put_blob_pointer(&mut self, key: &[u8], pointer: &crate::blob::BlobPointer) {
+        let mut encoded = [0u8; crate::blob::BlobPointer::MAX_ENCODED_LEN];
+        let len = pointer.encode_into(&mut encoded);
+        self.set_count(self.count() + 1);
+        self.rep.push(ValueKind::BlobPointer as u8);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, &encoded[..len]);
+    }
+
+    /// True if some operation puts a value kept in a blob file.
+    pub(crate) fn has_blob_pointers(&self) -> bool {
+        self.iter()
+            .any(|op| op.is_ok_and(|op| op.kind == ValueKind::BlobPointer))
     }
 
     /// Adds a deletion of `key`.
@@ -206,6 +225,19 @@ impl<'a> Iterator for BatchIter<'a> {
                     value,
                 }),
                 _ => Err(fail("bad put in write batch")),
+            },
+            Some(ValueKind::BlobPointer) => match (
+                self.decoder.length_prefixed(),
+                self.decoder.length_prefixed(),
+            ) {
+                (Some(key), Some(value)) if crate::blob::BlobPointer::decode(value).is_some() => {
+                    Ok(BatchOp {
+                        kind: ValueKind::BlobPointer,
+                        key,
+                        value,
+                    })
+                }
+                _ => Err(fail("bad blob pointer in write batch")),
             },
             Some(ValueKind::Deletion) => match self.decoder.length_prefixed() {
                 Some(key) => Ok(BatchOp {

@@ -35,19 +35,34 @@ pub enum ValueKind {
     Deletion = 0,
     /// The key was set to the entry's value at this seqno.
     Value = 1,
+    /// The key was set to a value kept in a blob file; the entry's value is a
+    /// [`BlobPointer`](crate::blob::BlobPointer) to it. Not a LevelDB kind: only databases that
+    /// use key-value separation hold it (see `docs/blobs.md`).
+    BlobPointer = 2,
 }
 
 impl ValueKind {
-    /// The kind a seek key uses: the highest kind, so that a seek finds every entry at its seqno.
-    pub const FOR_SEEK: ValueKind = ValueKind::Value;
+    /// The kind a lookup's seek key uses: the highest kind, so that a seek finds every entry at
+    /// its seqno.
+    pub const FOR_SEEK: ValueKind = ValueKind::BlobPointer;
+    /// The kind of the separators and successors written into index blocks: LevelDB's
+    /// `kValueTypeForSeek`, so that tables stay byte-identical to LevelDB's. (They carry the
+    /// largest seqno, which no entry has, so their kind never decides an order.)
+    pub const FOR_SEPARATOR: ValueKind = ValueKind::Value;
 
     /// Parses the low byte of a tag.
     pub fn from_byte(b: u8) -> Option<ValueKind> {
         match b {
             0 => Some(ValueKind::Deletion),
             1 => Some(ValueKind::Value),
+            2 => Some(ValueKind::BlobPointer),
             _ => None,
         }
+    }
+
+    /// True for the kinds that set a value: `Value` and `BlobPointer`.
+    pub fn is_value(self) -> bool {
+        self != ValueKind::Deletion
     }
 }
 
@@ -170,7 +185,10 @@ impl Comparator for InternalKeyComparator {
         if shortened.len() < start_user.len()
             && self.user.compare(start_user, &shortened) == Ordering::Less
         {
-            put_fixed64(&mut shortened, pack_tag(MAX_SEQNO, ValueKind::FOR_SEEK));
+            put_fixed64(
+                &mut shortened,
+                pack_tag(MAX_SEQNO, ValueKind::FOR_SEPARATOR),
+            );
             debug_assert!(self.compare(start, &shortened) == Ordering::Less);
             debug_assert!(self.compare(&shortened, limit) == Ordering::Less);
             *start = shortened;
@@ -182,7 +200,10 @@ impl Comparator for InternalKeyComparator {
         let mut shortened = user.to_vec();
         self.user.find_short_successor(&mut shortened);
         if shortened.len() < user.len() && self.user.compare(user, &shortened) == Ordering::Less {
-            put_fixed64(&mut shortened, pack_tag(MAX_SEQNO, ValueKind::FOR_SEEK));
+            put_fixed64(
+                &mut shortened,
+                pack_tag(MAX_SEQNO, ValueKind::FOR_SEPARATOR),
+            );
             debug_assert!(self.compare(key, &shortened) == Ordering::Less);
             *key = shortened;
         }
@@ -226,8 +247,13 @@ mod tests {
         );
         assert!(ParsedInternalKey::parse(b"short").is_none());
         let mut bad = ikey(b"k", 1, ValueKind::Value);
-        bad[1] = 2; // unknown kind byte
+        bad[1] = 3; // unknown kind byte
         assert!(ParsedInternalKey::parse(&bad).is_none());
+        bad[1] = 2; // a blob pointer
+        assert_eq!(
+            ParsedInternalKey::parse(&bad).unwrap().kind,
+            ValueKind::BlobPointer
+        );
         // The empty user key is legal.
         assert_eq!(
             ParsedInternalKey::parse(&ikey(b"", 3, ValueKind::Value))

@@ -78,6 +78,23 @@ pub struct Options {
     /// open proceeds as without the option. A new MANIFEST is still written at each open.
     /// Default: false.
     pub reuse_logs: bool,
+    /// Key-value separation: a put whose value is at least this many bytes writes the value
+    /// once to a blob file and keeps only a small pointer in the log and the tables (see
+    /// `docs/blobs.md`). Large values then cost one write instead of one per level they pass
+    /// through. A database that has used blob files can no longer be opened by LevelDB (it
+    /// refuses it with an error). Default: `None`, every value in the tree, as LevelDB keeps it.
+    pub blob_threshold: Option<usize>,
+    /// The size at which a blob file is closed: the memtable is switched (and flushed) when its
+    /// blob file reaches it, which also bounds what opening after a crash has to check.
+    /// Default: 64 MiB; clamped to [1 MiB, 1 GiB].
+    pub blob_file_size: usize,
+    /// Compression of values in blob files (kept only when it saves more than 12.5%).
+    /// Default: none, as large values are often compressed already.
+    pub blob_compression: Compression,
+    /// A blob file whose fraction of live values falls below this is rewritten in the
+    /// background, its live values moved to a new file. Default: 0.75, which keeps blob files
+    /// under about 1.33 times their live data; clamped to [0.05, 0.95].
+    pub blob_gc_live_ratio: f64,
 }
 
 impl Default for Options {
@@ -98,6 +115,10 @@ impl Default for Options {
             comparator: Arc::new(BytewiseComparator),
             env: Arc::new(PosixEnv),
             reuse_logs: false,
+            blob_threshold: None,
+            blob_file_size: 64 << 20,
+            blob_compression: Compression::None,
+            blob_gc_live_ratio: 0.75,
         }
     }
 }
@@ -121,6 +142,10 @@ impl fmt::Debug for Options {
             )
             .field("comparator", &self.comparator.name())
             .field("reuse_logs", &self.reuse_logs)
+            .field("blob_threshold", &self.blob_threshold)
+            .field("blob_file_size", &self.blob_file_size)
+            .field("blob_compression", &self.blob_compression)
+            .field("blob_gc_live_ratio", &self.blob_gc_live_ratio)
             .finish()
     }
 }
@@ -151,6 +176,12 @@ impl Options {
         o.max_open_files = o.max_open_files.clamp(74, 50_000);
         o.block_size = o.block_size.clamp(1 << 10, 4 << 20);
         o.max_file_size = o.max_file_size.clamp(1 << 20, 1 << 30);
+        o.blob_file_size = o.blob_file_size.clamp(1 << 20, 1 << 30);
+        o.blob_gc_live_ratio = if o.blob_gc_live_ratio.is_nan() {
+            0.75
+        } else {
+            o.blob_gc_live_ratio.clamp(0.05, 0.95)
+        };
         Ok(o)
     }
 

@@ -45,8 +45,8 @@ fn model(n: u64) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
         for op in batch(i).iter() {
             let op = op.unwrap();
             match op.kind {
-                strata::key::ValueKind::Value => m.insert(op.key.to_vec(), op.value.to_vec()),
                 strata::key::ValueKind::Deletion => m.remove(op.key),
+                _ => m.insert(op.key.to_vec(), op.value.to_vec()),
             };
         }
     }

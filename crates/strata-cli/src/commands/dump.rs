@@ -100,6 +100,7 @@ impl Dumper {
                 k.seqno,
                 match k.kind {
                     ValueKind::Value => "put",
+                    ValueKind::BlobPointer => "blob",
                     ValueKind::Deletion => "del",
                 }
             ),
@@ -108,6 +109,24 @@ impl Dumper {
                 Encoding::Hex.show(internal_key)
             ),
         }
+    }
+}
+
+/// A blob pointer as a person reads it.
+fn show_blob_pointer(encoded: &[u8]) -> String {
+    match strata::blob::BlobPointer::decode(encoded) {
+        Some(p) => format!(
+            "(in blob file {}: {} bytes at offset {}{})",
+            p.file,
+            p.len,
+            p.offset,
+            if p.compression == strata::Compression::Snappy {
+                ", Snappy"
+            } else {
+                ""
+            }
+        ),
+        None => format!("(malformed blob pointer {})", Encoding::Hex.show(encoded)),
     }
 }
 
@@ -214,6 +233,11 @@ fn dump_batch(offset: u64, record: &[u8], d: &mut Dumper) -> Result<(), CliError
                     "  put {} => {}",
                     d.key(op.key),
                     d.value(op.value)
+                ))?,
+                ValueKind::BlobPointer => d.line(format_args!(
+                    "  put {} => {}",
+                    d.key(op.key),
+                    show_blob_pointer(op.value)
                 ))?,
                 ValueKind::Deletion => d.line(format_args!("  del {}", d.key(op.key)))?,
             },

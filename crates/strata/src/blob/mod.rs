@@ -23,11 +23,12 @@
 //! checksum of their own, so that a blob file can also be read on its own, from the front: by
 //! garbage collection (is this record still its key's value?), by `check` and by `repair`.
 
+mod cache;
+pub use cache::BlobCache;
 mod reader;
 mod writer;
 
 // The read path resolves pointers through it once entries can hold them (issue #7, under way).
-#[allow(unused_imports)]
 pub(crate) use reader::read_value;
 pub use reader::{BlobRecord, BlobScanner};
 pub use writer::BlobFileWriter;
@@ -70,6 +71,23 @@ impl BlobPointer {
         put_varint64(dst, self.len);
         dst.push(self.compression as u8);
         put_fixed32(dst, self.crc);
+    }
+
+    /// Writes the encoding at the front of `dst` and returns its length.
+    pub fn encode_into(&self, dst: &mut [u8; Self::MAX_ENCODED_LEN]) -> usize {
+        let mut pos = 0;
+        for mut v in [self.file, self.offset, self.len] {
+            while v >= 0x80 {
+                dst[pos] = v as u8 | 0x80;
+                v >>= 7;
+                pos += 1;
+            }
+            dst[pos] = v as u8;
+            pos += 1;
+        }
+        dst[pos] = self.compression as u8;
+        dst[pos + 1..pos + 5].copy_from_slice(&self.crc.to_le_bytes());
+        pos + 5
     }
 
     /// The encoding.

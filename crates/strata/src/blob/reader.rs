@@ -29,7 +29,6 @@ fn unpack(stored: Vec<u8>, compression: Compression, path: &Path, offset: u64) -
 /// [`Error::Corruption`] naming the file and the value's offset if the checksum does not match
 /// or the value does not decompress; [`Error::Io`] if reading fails (a value past the end of the
 /// file is an I/O error of kind `UnexpectedEof`).
-#[allow(dead_code)]
 pub(crate) fn read_value(
     file: &dyn RandomAccessFile,
     path: &Path,

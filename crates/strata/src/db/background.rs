@@ -200,11 +200,19 @@ fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guard<'a
     drop(state);
 
     let start = Instant::now();
-    let built = build_table(inner, number, &mut imm.iter());
+    // The memtable's blob files are synced before the table that points into them is
+    // installed: a pointer in a table always reaches a durable value.
+    let built = build_table(inner, number, &mut imm.iter())
+        .and_then(|meta| Ok((meta, inner.sync_sealed_blob_files()?)));
     let mut state = inner.lock_state();
     state.pending_outputs.remove(&number);
     let mut edit = VersionEdit::default();
-    let prepared = built.map(|meta| {
+    let mut blob_numbers = Vec::new();
+    let prepared = built.map(|(meta, blob_files)| {
+        for b in &blob_files {
+            blob_numbers.push(b.number);
+        }
+        edit.new_blob_files = blob_files;
         let mut level = 0;
         if let Some(meta) = meta {
             // While a compaction runs, its outputs may span gaps between its inputs, so a
@@ -235,6 +243,10 @@ fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guard<'a
     match result {
         Ok(()) => {
             state.imm = None;
+            for n in &blob_numbers {
+                state.pending_outputs.remove(n);
+            }
+            inner.release_sealed_blob_files(&blob_numbers);
             // The flushed memtable's log is obsolete: its writes are in a synced table.
             inner
                 .log_sync_debt

@@ -7,11 +7,13 @@
 //! current entry of the merge. Moving backward, the merge is positioned just before all the
 //! entries of the current user key, and the cursor keeps a copy of the current key and value.
 
+use std::cell::OnceCell;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use super::{DbInner, ReadView};
+use crate::blob::{BlobCache, BlobPointer};
 use crate::comparator::Comparator;
 use crate::error::{Error, Result};
 use crate::iter::{BoxedIter, InternalIterator, MergingIter};
@@ -141,6 +143,12 @@ pub struct DbIterator {
     sampler: ReadSampler,
     /// Keeps the version (and so its files) alive.
     view: Arc<ReadView>,
+    /// True if the current entry's value is a blob pointer.
+    blob: bool,
+    /// The current entry's value read from its blob file, once asked for; reset on every move.
+    resolved: OnceCell<Result<Vec<u8>>>,
+    blob_cache: Arc<BlobCache>,
+    verify_checksums: bool,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -164,6 +172,7 @@ struct CursorSource {
     seqno: SeqNo,
     read: BlockReadOptions,
     table_cache: Arc<crate::cache::TableCache>,
+    blob_cache: Arc<BlobCache>,
     icmp: crate::key::InternalKeyComparator,
     /// For read sampling; `None` for a read-only database.
     db: Option<Weak<DbInner>>,
@@ -180,6 +189,7 @@ impl CursorSource {
                 fill_cache: options.fill_cache,
             },
             table_cache: inner.table_cache.clone(),
+            blob_cache: inner.blob_cache.clone(),
             icmp: inner.icmp.clone(),
             db: (!inner.read_only).then(|| Arc::downgrade(inner)),
         })
@@ -205,6 +215,10 @@ impl CursorSource {
             error: None,
             sampler: ReadSampler::new(self.db.clone()),
             view: view.clone(),
+            blob: false,
+            resolved: OnceCell::new(),
+            blob_cache: self.blob_cache.clone(),
+            verify_checksums: self.read.verify_checksums,
         })
     }
 }
@@ -225,8 +239,40 @@ impl DbIterator {
     }
 
     /// The current value. Requires [`valid`](Self::valid).
+    ///
+    /// A value kept in a blob file (see `Options::blob_threshold`) is read when first asked
+    /// for. If that read fails, this returns an empty slice and the error is in
+    /// [`status`](Self::status); [`try_value`](Self::try_value) returns it directly.
     pub fn value(&self) -> &[u8] {
+        self.try_value().unwrap_or(&[])
+    }
+
+    /// The current value, or the error reading it from its blob file. Requires
+    /// [`valid`](Self::valid).
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] or [`Error::Io`] naming the blob file, if the value is kept in one
+    /// and cannot be read.
+    pub fn try_value(&self) -> Result<&[u8]> {
         assert!(self.valid, "DbIterator::value on an invalid cursor");
+        let stored = self.stored_value();
+        if !self.blob {
+            return Ok(stored);
+        }
+        let resolved = self.resolved.get_or_init(|| {
+            let pointer = BlobPointer::decode(stored).ok_or_else(|| {
+                Error::corruption("", 0, "the database holds a malformed blob pointer")
+            })?;
+            self.blob_cache.read(&pointer, self.verify_checksums)
+        });
+        match resolved {
+            Ok(v) => Ok(v),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// The current entry's value as the tree holds it: the value, or a blob pointer.
+    fn stored_value(&self) -> &[u8] {
         match self.direction {
             Direction::Forward => self.merged.value(),
             Direction::Reverse => &self.saved_value,
@@ -236,6 +282,9 @@ impl DbIterator {
     /// The first error met, if any.
     pub fn status(&self) -> Result<()> {
         if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        if let Some(Err(e)) = self.resolved.get() {
             return Err(e.clone());
         }
         self.merged.status()
@@ -253,6 +302,7 @@ impl DbIterator {
 
     fn stop(&mut self) {
         self.valid = false;
+        self.blob = false;
         self.saved_key.clear();
         self.saved_value.clear();
     }
@@ -261,6 +311,7 @@ impl DbIterator {
     /// deleted (skipping entries of `saved_key` if `skipping`).
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         debug_assert_eq!(self.direction, Direction::Forward);
+        self.resolved = OnceCell::new();
         while self.merged.valid() {
             let Some(k) = ParsedInternalKey::parse(self.merged.key()) else {
                 return self.malformed_key();
@@ -275,11 +326,12 @@ impl DbIterator {
                         self.saved_key.extend_from_slice(k.user_key);
                         skipping = true;
                     }
-                    ValueKind::Value => {
+                    ValueKind::Value | ValueKind::BlobPointer => {
                         let hidden =
                             skipping && self.ucmp.compare(k.user_key, &self.saved_key).is_le();
                         if !hidden {
                             self.valid = true;
+                            self.blob = k.kind == ValueKind::BlobPointer;
                             self.saved_key.clear();
                             return;
                         }
@@ -295,6 +347,7 @@ impl DbIterator {
     /// position into `saved_key`/`saved_value`, leaving the merge before that key's entries.
     fn find_prev_user_entry(&mut self) {
         debug_assert_eq!(self.direction, Direction::Reverse);
+        self.resolved = OnceCell::new();
         let mut kind = ValueKind::Deletion;
         while self.merged.valid() {
             let Some(k) = ParsedInternalKey::parse(self.merged.key()) else {
@@ -315,7 +368,7 @@ impl DbIterator {
                         self.saved_key.clear();
                         self.saved_value.clear();
                     }
-                    ValueKind::Value => {
+                    ValueKind::Value | ValueKind::BlobPointer => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(k.user_key);
                         self.saved_value.clear();
@@ -331,6 +384,7 @@ impl DbIterator {
             self.direction = Direction::Forward;
         } else {
             self.valid = true;
+            self.blob = kind == ValueKind::BlobPointer;
         }
     }
 
@@ -516,7 +570,13 @@ impl RangeIter {
             self.done = true;
             return None;
         }
-        Some(Ok((key.to_vec(), this.value().to_vec())))
+        match this.try_value() {
+            Ok(value) => Some(Ok((key.to_vec(), value.to_vec()))),
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
     }
 
     fn finish_with(&mut self, cursor_status: Result<()>) -> Option<Result<(Vec<u8>, Vec<u8>)>> {

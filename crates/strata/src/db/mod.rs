@@ -17,6 +17,7 @@
 //!   to install results, and releases it while it reads and writes tables.
 
 mod background;
+mod blobs;
 mod iter;
 mod open;
 mod properties;
@@ -31,6 +32,7 @@ use std::thread::JoinHandle;
 use arc_swap::ArcSwap;
 
 use crate::batch::WriteBatch;
+use crate::blob::{BlobCache, BlobPointer};
 use crate::cache::{BlockCache, TableCache};
 use crate::env::{Env, FileLock};
 use crate::error::{Error, Result};
@@ -112,6 +114,12 @@ pub(crate) struct DbInner {
     pub(crate) icmp: InternalKeyComparator,
     pub(crate) block_cache: Arc<BlockCache>,
     pub(crate) table_cache: Arc<TableCache>,
+    /// Open blob files, for values kept apart from the tree.
+    pub(crate) blob_cache: Arc<BlobCache>,
+    /// The blob files being written; see `blobs.rs` for the locking.
+    pub(crate) blob_writers: Mutex<blobs::BlobWriters>,
+    /// The size of the active blob file, for the memtable switch to read without a lock.
+    pub(crate) blob_active_bytes: AtomicU64,
     pub(crate) snapshots: Arc<SnapshotList>,
     pub(crate) view: ArcSwap<ReadView>,
     /// The seqno of the last write readers may see. Invariant: every entry with a seqno at or
@@ -317,14 +325,12 @@ impl Db {
         let inner = &self.inner;
         let seqno = inner.read_seqno(options)?;
         let view = inner.view.load();
-        match view.mem.get(key, seqno) {
-            Some(MemLookup::Value(v)) => return Ok(Some(v.to_vec())),
-            Some(MemLookup::Deleted) => return Ok(None),
-            None => {}
-        }
-        if let Some(imm) = &view.imm {
-            match imm.get(key, seqno) {
+        for mem in std::iter::once(&view.mem).chain(&view.imm) {
+            match mem.get(key, seqno) {
                 Some(MemLookup::Value(v)) => return Ok(Some(v.to_vec())),
+                Some(MemLookup::BlobPointer(p)) => {
+                    return inner.read_blob(p, options.verify_checksums).map(Some)
+                }
                 Some(MemLookup::Deleted) => return Ok(None),
                 None => {}
             }
@@ -341,6 +347,7 @@ impl Db {
         }
         Ok(match found {
             TableLookup::Value(v) => Some(v),
+            TableLookup::BlobPointer(p) => Some(inner.read_blob(&p, options.verify_checksums)?),
             TableLookup::Deleted | TableLookup::Absent => None,
         })
     }
@@ -580,6 +587,13 @@ impl DbInner {
             Some(s) => Ok(s.seqno()),
             None => Ok(self.visible_seqno.load(Ordering::Acquire)),
         }
+    }
+
+    /// The value an encoded blob pointer (an entry's value) points to.
+    pub(crate) fn read_blob(&self, encoded: &[u8], verify: bool) -> Result<Vec<u8>> {
+        let pointer = BlobPointer::decode(encoded)
+            .ok_or_else(|| Error::corruption(&self.dir, 0, "malformed blob pointer in an entry"))?;
+        self.blob_cache.read(&pointer, verify)
     }
 
     /// Publishes a new read view from the state. Requires: the state mutex is held (the

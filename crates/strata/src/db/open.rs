@@ -9,6 +9,12 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use arc_swap::ArcSwap;
 
+use super::blobs::ReplayedBlobs;
+use crate::blob::BlobCache;
+
+/// Blob files kept open for reads (each one descriptor).
+const BLOB_FILES_OPEN: usize = 64;
+
 use super::background::{self, write_level0_table};
 use super::{DbInner, DbState, LevelStats, ReadView};
 use crate::batch::WriteBatch;
@@ -114,10 +120,13 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
     let last_sequence = versions.last_sequence;
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
-        env,
+        env: env.clone(),
         icmp,
         block_cache,
         table_cache,
+        blob_cache: Arc::new(BlobCache::new(env.clone(), dir, BLOB_FILES_OPEN)),
+        blob_writers: Mutex::new(Default::default()),
+        blob_active_bytes: AtomicU64::new(0),
         snapshots: Arc::new(SnapshotList::default()),
         view: ArcSwap::from_pointee(view),
         visible_seqno: AtomicU64::new(last_sequence),
@@ -277,9 +286,8 @@ fn check_tables_exist(env: &dyn Env, dir: &Path, versions: &VersionSet) -> Resul
 fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
     let mut state = inner.lock_state();
     let (log_number, prev_log_number) = (state.versions.log_number, state.versions.prev_log_number);
-    let mut logs: Vec<u64> = inner
-        .env
-        .children(&inner.dir)?
+    let names = inner.env.children(&inner.dir)?;
+    let mut logs: Vec<u64> = names
         .iter()
         .filter_map(|name| match filename::parse_file_name(name) {
             Some((FileKind::Log, n)) if n >= log_number || n == prev_log_number => Some(n),
@@ -287,6 +295,14 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
         })
         .collect();
     logs.sort();
+    // A blob file the MANIFEST does not list yet (its memtable was not flushed) keeps its
+    // number: a new file must never take it.
+    for name in &names {
+        if let Some((FileKind::Blob, n)) = filename::parse_file_name(name) {
+            state.versions.mark_file_number_used(n);
+        }
+    }
+    let mut replayed_blobs = ReplayedBlobs::default();
     let mut edit = VersionEdit::default();
     let mut max_sequence = state.versions.last_sequence;
     let mut reusable = None;
@@ -311,6 +327,7 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
             &mut edit,
             &mut max_sequence,
             &mut next_sequence,
+            &mut replayed_blobs,
         )?;
         state.versions.mark_file_number_used(number);
         // Writes after a torn write, or after writes a crash lost, were never synced (a sync
@@ -378,6 +395,9 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
     };
     *inner.log.lock().unwrap_or_else(|e| e.into_inner()) = Some(log_writer);
     state.log_number = log_number;
+    let current = state.versions.current();
+    edit.new_blob_files =
+        replayed_blobs.files_to_add(inner, &|n| current.blob_files.contains_key(&n))?;
     edit.log_number = Some(log_number);
     edit.prev_log_number = Some(0);
     state.versions.log_and_apply(&mut edit)?;
@@ -411,6 +431,7 @@ fn replay_log(
     edit: &mut VersionEdit,
     max_sequence: &mut SeqNo,
     next_sequence: &mut Option<SeqNo>,
+    blobs: &mut ReplayedBlobs,
 ) -> Result<Replayed> {
     let path = filename::log_file(&inner.dir, number);
     let file = inner.env.new_sequential_file(&path)?;
@@ -440,6 +461,22 @@ fn replay_log(
                     gap: true,
                 });
             }
+        }
+        if batch.has_blob_pointers() && !blobs.check_batch(inner, &batch)? {
+            // A value this write points to never reached the disk whole (a power loss before
+            // anything was synced): the log's good prefix ends before the write.
+            info!(
+                inner,
+                "{}: the write at offset {} points to a blob value that is missing or damaged; \
+                 the log ends before it",
+                path.display(),
+                reader.last_record_offset()
+            );
+            return Ok(Replayed {
+                clean_end: None,
+                torn: true,
+                gap: false,
+            });
         }
         *next_sequence = Some(batch.seqno() + u64::from(batch.count()));
         let mem = state.mem.clone();

@@ -74,10 +74,16 @@ impl PendingWrite {
 fn validate(batch: &WriteBatch) -> Result<()> {
     // No key or value can be larger than the batch that holds it.
     if batch.approximate_size() <= MAX_KEY_SIZE.min(MAX_VALUE_SIZE) {
+        if batch.has_blob_pointers() {
+            return Err(blob_pointer_refused());
+        }
         return Ok(());
     }
     for op in batch.iter() {
         let op = op?;
+        if op.kind == crate::key::ValueKind::BlobPointer {
+            return Err(blob_pointer_refused());
+        }
         if op.key.len() > MAX_KEY_SIZE {
             return Err(Error::invalid_argument(format!(
                 "key of {} bytes is over the limit of {MAX_KEY_SIZE}",
@@ -97,11 +103,20 @@ fn validate(batch: &WriteBatch) -> Result<()> {
     Ok(())
 }
 
+fn blob_pointer_refused() -> Error {
+    Error::invalid_argument(
+        "a write batch may not hold blob pointers (only the database makes them)",
+    )
+}
+
 pub(crate) fn write(inner: &Arc<DbInner>, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
     if inner.read_only {
         return Err(Error::not_supported("the database was opened read-only"));
     }
     validate(&batch)?;
+    // Large values go to a blob file now, in the writer's own thread, so that the group
+    // commit below merges small pointer batches.
+    let batch = inner.separate_values(batch)?;
     let me = Arc::new(PendingWrite {
         size: batch.approximate_size(),
         batch: Mutex::new(batch),
@@ -196,6 +211,12 @@ fn append_to_log(inner: &DbInner, group: &WriteBatch, sync: bool) -> Result<()> 
         .ok_or_else(|| Error::not_supported("the database has no open log"))?;
     writer.add_record(group.encoded())?;
     if sync {
+        // Values before the pointers to them (lock order: log, then blob writers).
+        inner
+            .blob_writers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .sync_all(inner)?;
         let mut debt = inner
             .log_sync_debt
             .lock()
@@ -282,7 +303,11 @@ pub(crate) fn make_room_for_write<'a>(
         }
         // An empty memtable always has room: switching away from it would gain nothing (and
         // its arena alone may exceed a tiny write buffer).
-        let mem_full = state.mem.approximate_memory_usage() > inner.options.write_buffer_size;
+        let mem_full = state.mem.approximate_memory_usage() > inner.options.write_buffer_size
+            || inner
+                .blob_active_bytes
+                .load(std::sync::atomic::Ordering::Relaxed)
+                >= inner.options.blob_file_size as u64;
         if !force && (!mem_full || state.mem.is_empty()) {
             return (state, Ok(()));
         }
@@ -328,6 +353,8 @@ fn switch_memtable(inner: &Arc<DbInner>, state: &mut DbState) -> Result<()> {
     debt.retired_log = old;
     debt.dir_entry = true;
     drop(debt);
+    // The blob file of the memtable becoming immutable is closed with it.
+    inner.seal_active_blob_file();
     drop(log);
     state.log_number = number;
     let full = std::mem::replace(&mut state.mem, Arc::new(MemTable::new(inner.icmp.clone())));

@@ -27,6 +27,9 @@ use skiplist::{Cursor, ListOwner, SkipList};
 pub(crate) enum MemLookup<'a> {
     /// The newest visible entry sets the key to this value.
     Value(&'a [u8]),
+    /// The newest visible entry sets the key to a value kept in a blob file; this is the
+    /// encoded [`BlobPointer`](crate::blob::BlobPointer).
+    BlobPointer(&'a [u8]),
     /// The newest visible entry deletes the key.
     Deleted,
 }
@@ -96,6 +99,7 @@ impl MemTable {
         }
         Some(match found.kind {
             ValueKind::Value => MemLookup::Value(value),
+            ValueKind::BlobPointer => MemLookup::BlobPointer(value),
             ValueKind::Deletion => MemLookup::Deleted,
         })
     }

@@ -12,11 +12,15 @@
 //! tag 6 deleted file    varint32 level ‖ varint64 number
 //! tag 7 new file        varint32 level ‖ varint64 number ‖ varint64 size
 //!                       ‖ length-prefixed smallest ‖ length-prefixed largest
+//! tag 20 new blob file  varint64 number ‖ varint64 size ‖ varint64 value bytes   (strata)
+//! tag 21 deleted blob   varint64 number                                          (strata)
+//! tag 22 blob garbage   varint64 number ‖ varint64 value bytes no longer reached (strata)
 //! ```
 //!
 //! Fields are written in LevelDB's order (1, 2, 9, 3, 4, 5*, 6*, 7*), so records are
-//! byte-identical to LevelDB's. Decoding accepts any order; tag 8 (retired) and unknown tags are
-//! corruption.
+//! byte-identical to LevelDB's; the blob tags (only in databases that use key-value separation,
+//! see `docs/blobs.md`) come last. Decoding accepts any order; tag 8 (retired) and unknown tags
+//! are corruption.
 
 use std::collections::BTreeSet;
 
@@ -35,6 +39,25 @@ const TAG_COMPACT_POINTER: u32 = 5;
 const TAG_DELETED_FILE: u32 = 6;
 const TAG_NEW_FILE: u32 = 7;
 const TAG_PREV_LOG_NUMBER: u32 = 9;
+const TAG_NEW_BLOB_FILE: u32 = 20;
+const TAG_DELETED_BLOB_FILE: u32 = 21;
+const TAG_BLOB_GARBAGE: u32 = 22;
+
+/// What a database that uses blob files appends to its comparator's name in the MANIFEST record
+/// that marks it, so that LevelDB refuses to open it ("does not match existing comparator")
+/// rather than return blob pointers as values.
+pub const BLOB_COMPARATOR_SUFFIX: &str = " (strata key-value separation)";
+
+/// What the MANIFEST records about one blob file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobFileMeta {
+    /// The file number (`NNNNNN.blob`).
+    pub number: u64,
+    /// The file's size in bytes when it was added.
+    pub file_size: u64,
+    /// The sum of its records' stored value lengths.
+    pub value_bytes: u64,
+}
 
 /// What the MANIFEST records about one table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +104,12 @@ pub struct VersionEdit {
     pub deleted_files: BTreeSet<(usize, u64)>,
     /// Tables added, in the order recorded.
     pub new_files: Vec<(usize, FileMetaData)>,
+    /// Blob files added.
+    pub new_blob_files: Vec<BlobFileMeta>,
+    /// Blob files removed.
+    pub deleted_blob_files: BTreeSet<u64>,
+    /// Value bytes of blob files that no entry reaches any more: (file number, bytes).
+    pub blob_garbage: Vec<(u64, u64)>,
 }
 
 impl VersionEdit {
@@ -120,6 +149,28 @@ impl VersionEdit {
             put_length_prefixed(dst, &f.smallest);
             put_length_prefixed(dst, &f.largest);
         }
+        for b in &self.new_blob_files {
+            put_varint32(dst, TAG_NEW_BLOB_FILE);
+            put_varint64(dst, b.number);
+            put_varint64(dst, b.file_size);
+            put_varint64(dst, b.value_bytes);
+        }
+        for &number in &self.deleted_blob_files {
+            put_varint32(dst, TAG_DELETED_BLOB_FILE);
+            put_varint64(dst, number);
+        }
+        for &(number, bytes) in &self.blob_garbage {
+            put_varint32(dst, TAG_BLOB_GARBAGE);
+            put_varint64(dst, number);
+            put_varint64(dst, bytes);
+        }
+    }
+
+    /// True if the edit mentions blob files.
+    pub fn has_blob_changes(&self) -> bool {
+        !self.new_blob_files.is_empty()
+            || !self.deleted_blob_files.is_empty()
+            || !self.blob_garbage.is_empty()
     }
 
     /// Parses a record.
@@ -185,6 +236,26 @@ impl VersionEdit {
                     edit.new_files
                         .push(file.ok_or_else(|| fail("bad new file entry"))?);
                 }
+                TAG_NEW_BLOB_FILE => {
+                    let meta = (|| {
+                        Some(BlobFileMeta {
+                            number: d.varint64()?,
+                            file_size: d.varint64()?,
+                            value_bytes: d.varint64()?,
+                        })
+                    })();
+                    edit.new_blob_files
+                        .push(meta.ok_or_else(|| fail("bad new blob file entry"))?);
+                }
+                TAG_DELETED_BLOB_FILE => {
+                    let number = d.varint64().ok_or_else(|| fail("bad deleted blob file"))?;
+                    edit.deleted_blob_files.insert(number);
+                }
+                TAG_BLOB_GARBAGE => {
+                    let entry = (|| Some((d.varint64()?, d.varint64()?)))();
+                    edit.blob_garbage
+                        .push(entry.ok_or_else(|| fail("bad blob garbage entry"))?);
+                }
                 _ => return Err(fail("unknown tag in version edit")),
             }
         }
@@ -243,6 +314,32 @@ mod tests {
         let mut bytes = Vec::new();
         e.encode_into(&mut bytes);
         assert_eq!(VersionEdit::decode(&bytes).unwrap(), e);
+    }
+
+    #[test]
+    fn blob_fields_round_trip_and_come_last() {
+        let mut e = full_edit();
+        let mut leveldb_part = Vec::new();
+        e.encode_into(&mut leveldb_part);
+        e.new_blob_files.push(BlobFileMeta {
+            number: 12,
+            file_size: 67_108_999,
+            value_bytes: 67_000_000,
+        });
+        e.deleted_blob_files.insert(5);
+        e.blob_garbage.push((12, 300_000));
+        assert!(e.has_blob_changes());
+        let mut bytes = Vec::new();
+        e.encode_into(&mut bytes);
+        assert_eq!(VersionEdit::decode(&bytes).unwrap(), e);
+        assert_eq!(bytes[..leveldb_part.len()], leveldb_part[..]);
+        // Each blob field cut short is corruption.
+        for cut in leveldb_part.len() + 1..bytes.len() {
+            if let Ok(partial) = VersionEdit::decode(&bytes[..cut]) {
+                assert_ne!(partial, e);
+            }
+        }
+        assert!(VersionEdit::decode(&bytes[..bytes.len() - 1]).is_err());
     }
 
     #[test]

@@ -8,4 +8,4 @@ pub(crate) mod set;
 #[allow(clippy::module_inception)]
 pub(crate) mod version;
 
-pub use edit::{FileMetaData, VersionEdit, NUM_LEVELS};
+pub use edit::{BlobFileMeta, FileMetaData, VersionEdit, BLOB_COMPARATOR_SUFFIX, NUM_LEVELS};

@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
-use super::edit::{FileMetaData, VersionEdit, NUM_LEVELS};
-use super::version::{LiveFile, Version};
+use super::edit::{FileMetaData, VersionEdit, BLOB_COMPARATOR_SUFFIX, NUM_LEVELS};
+use super::version::{BlobFileState, LiveFile, Version};
 use crate::comparator::Comparator;
 use crate::env::{read_file_to_vec, Env};
 use crate::error::{Error, Result};
@@ -42,6 +42,9 @@ pub(crate) struct VersionSet {
     /// Per level, where the last compaction ended.
     pub(crate) compact_pointers: [Vec<u8>; NUM_LEVELS],
     manifest: Option<LogWriter>,
+    /// The MANIFEST carries the blob marker: the database has used blob files (see
+    /// `BLOB_COMPARATOR_SUFFIX`).
+    pub(crate) blob_marked: bool,
 }
 
 /// Reads `CURRENT` and returns the MANIFEST name it holds.
@@ -88,8 +91,12 @@ pub(crate) struct PendingApply {
     manifest_path: PathBuf,
     /// The open MANIFEST, or `None` to start a new one.
     writer: Option<LogWriter>,
-    /// The record that starts a new MANIFEST, when one is started.
-    snapshot: Option<Vec<u8>>,
+    /// The records that start a new MANIFEST, when one is started.
+    snapshot: Option<Vec<Vec<u8>>>,
+    /// The blob marker, when this edit is the first to mention a blob file.
+    marker: Option<Vec<u8>>,
+    /// The MANIFEST is marked once this edit is written.
+    marks: bool,
     record: Vec<u8>,
 }
 
@@ -105,13 +112,18 @@ impl PendingApply {
         }
         if let Some(snapshot) = &self.snapshot {
             let mut writer = LogWriter::new(env.new_writable_file(&self.manifest_path)?);
-            writer.add_record(snapshot)?;
+            for record in snapshot {
+                writer.add_record(record)?;
+            }
             self.writer = Some(writer);
         }
         let writer = self
             .writer
             .as_mut()
             .expect("opened above or taken from the set");
+        if let Some(marker) = &self.marker {
+            writer.add_record(marker)?;
+        }
         writer.add_record(&self.record)?;
         writer.sync()?;
         if self.snapshot.is_some() {
@@ -125,6 +137,7 @@ impl PendingApply {
 struct Builder<'a> {
     icmp: &'a InternalKeyComparator,
     levels: [BTreeMap<u64, Arc<LiveFile>>; NUM_LEVELS],
+    blob_files: BTreeMap<u64, BlobFileState>,
 }
 
 impl<'a> Builder<'a> {
@@ -135,7 +148,11 @@ impl<'a> Builder<'a> {
                 levels[level].insert(f.number, f.clone());
             }
         }
-        Builder { icmp, levels }
+        Builder {
+            icmp,
+            levels,
+            blob_files: (*base.blob_files).clone(),
+        }
     }
 
     fn apply(&mut self, edit: &VersionEdit) {
@@ -144,6 +161,24 @@ impl<'a> Builder<'a> {
         }
         for (level, meta) in &edit.new_files {
             self.levels[*level].insert(meta.number, LiveFile::new(meta.clone()));
+        }
+        for number in &edit.deleted_blob_files {
+            self.blob_files.remove(number);
+        }
+        for meta in &edit.new_blob_files {
+            self.blob_files.insert(
+                meta.number,
+                BlobFileState {
+                    meta: *meta,
+                    garbage_bytes: 0,
+                },
+            );
+        }
+        for &(number, bytes) in &edit.blob_garbage {
+            // Garbage counted for a file already gone (rewritten and removed) is moot.
+            if let Some(state) = self.blob_files.get_mut(&number) {
+                state.garbage_bytes = state.garbage_bytes.saturating_add(bytes);
+            }
         }
     }
 
@@ -174,7 +209,9 @@ impl<'a> Builder<'a> {
             }
             files[level] = list;
         }
-        Ok(Version::new(self.icmp.clone(), files))
+        let mut version = Version::new(self.icmp.clone(), files);
+        version.blob_files = Arc::new(self.blob_files);
+        Ok(version)
     }
 }
 
@@ -194,6 +231,7 @@ impl VersionSet {
             live_versions: Vec::new(),
             compact_pointers: Default::default(),
             manifest: None,
+            blob_marked: false,
         }
     }
 
@@ -252,6 +290,13 @@ impl VersionSet {
             })?;
             if let Some(c) = &edit.comparator {
                 let ours = self.icmp.user_comparator().name();
+                let c = match c.strip_suffix(BLOB_COMPARATOR_SUFFIX) {
+                    Some(name) => {
+                        self.blob_marked = true;
+                        name
+                    }
+                    None => c.as_str(),
+                };
                 if c != ours {
                     return Err(Error::invalid_argument(format!(
                         "{} was created with comparator {c}, not {ours}",
@@ -259,6 +304,7 @@ impl VersionSet {
                     )));
                 }
             }
+            self.blob_marked |= edit.has_blob_changes();
             builder.apply(&edit);
             for (level, key) in &edit.compact_pointers {
                 compact_pointers[*level] = key.clone();
@@ -287,6 +333,21 @@ impl VersionSet {
         Ok(())
     }
 
+    /// The record that marks a MANIFEST as a database with blob files (see
+    /// [`BLOB_COMPARATOR_SUFFIX`]): LevelDB stops at it.
+    fn blob_marker_record(&self) -> Vec<u8> {
+        let edit = VersionEdit {
+            comparator: Some(format!(
+                "{}{BLOB_COMPARATOR_SUFFIX}",
+                self.icmp.user_comparator().name()
+            )),
+            ..VersionEdit::default()
+        };
+        let mut record = Vec::new();
+        edit.encode_into(&mut record);
+        record
+    }
+
     /// The record that starts a new MANIFEST: the comparator, compact pointers and every live
     /// file.
     fn snapshot_edit(&self) -> VersionEdit {
@@ -302,6 +363,13 @@ impl VersionSet {
         for (level, files) in self.current.files.iter().enumerate() {
             for f in files {
                 edit.new_files.push((level, f.meta.clone()));
+            }
+        }
+        for state in self.current.blob_files.values() {
+            edit.new_blob_files.push(state.meta);
+            if state.garbage_bytes > 0 {
+                edit.blob_garbage
+                    .push((state.meta.number, state.garbage_bytes));
             }
         }
         edit
@@ -339,11 +407,21 @@ impl VersionSet {
         builder.apply(edit);
         let version = builder.finish(&manifest_path)?;
         let writer = self.manifest.take();
+        // The blob marker goes first in a new MANIFEST of a marked database, and before the
+        // first edit that mentions a blob file otherwise.
+        let marks = self.blob_marked || edit.has_blob_changes();
         let snapshot = writer.is_none().then(|| {
+            let mut records = Vec::new();
+            if marks {
+                records.push(self.blob_marker_record());
+            }
             let mut record = Vec::new();
             self.snapshot_edit().encode_into(&mut record);
-            record
+            records.push(record);
+            records
         });
+        let marker =
+            (marks && !self.blob_marked && snapshot.is_none()).then(|| self.blob_marker_record());
         let mut record = Vec::new();
         edit.encode_into(&mut record);
         Ok(PendingApply {
@@ -355,6 +433,8 @@ impl VersionSet {
             manifest_path,
             writer,
             snapshot,
+            marker,
+            marks,
             record,
         })
     }
@@ -365,6 +445,7 @@ impl VersionSet {
         match result {
             Ok(()) => {
                 self.manifest = pending.writer;
+                self.blob_marked |= pending.marks;
                 self.install(pending.version);
                 self.log_number = pending.log_number;
                 self.prev_log_number = pending.prev_log_number;
@@ -403,6 +484,7 @@ impl VersionSet {
             for files in &v.files {
                 live.extend(files.iter().map(|f| f.number));
             }
+            live.extend(v.blob_files.keys());
         }
     }
 
@@ -443,6 +525,7 @@ mod tests {
     use crate::comparator::bytewise;
     use crate::env::{write_file, MemEnv};
     use crate::key::{append_internal_key, ValueKind};
+    use crate::version::BlobFileMeta;
 
     const DIR: &str = "/db";
 
@@ -590,6 +673,84 @@ mod tests {
         let env = env_with_current(b"MANIFEST-000002\n");
         write_manifest(&env, &[edit]);
         assert!(corruption_reason(recover(&env)).contains("overlap in level 1"));
+    }
+
+    fn new_blob_file(number: u64) -> VersionEdit {
+        VersionEdit {
+            new_blob_files: vec![BlobFileMeta {
+                number,
+                file_size: 1000,
+                value_bytes: 900,
+            }],
+            ..VersionEdit::default()
+        }
+    }
+
+    /// The comparator names the MANIFEST records, in order.
+    fn recorded_comparators(env: &MemEnv) -> Vec<String> {
+        let name = read_current(env, Path::new(DIR)).unwrap();
+        let path = Path::new(DIR).join(name);
+        let file = env.new_sequential_file(&path).unwrap();
+        let mut reader = LogReader::new(file, &path, ReadMode::Strict);
+        let mut names = Vec::new();
+        while let Some(record) = reader.next_record().unwrap() {
+            names.extend(VersionEdit::decode(record).unwrap().comparator);
+        }
+        names
+    }
+
+    #[test]
+    fn the_first_blob_file_marks_the_manifest_and_the_mark_survives() {
+        let env = env_with_current(b"MANIFEST-000002\n");
+        write_manifest(&env, &[full_edit()]);
+        let mut vs = recover(&env).unwrap();
+        assert!(!vs.blob_marked);
+        vs.log_and_apply(&mut VersionEdit::default()).unwrap();
+        let plain = recorded_comparators(&env);
+        assert_eq!(
+            plain,
+            ["leveldb.BytewiseComparator"],
+            "no marker without blobs"
+        );
+        let n = vs.new_file_number();
+        vs.log_and_apply(&mut new_blob_file(n)).unwrap();
+        assert!(vs.blob_marked);
+        let marked = recorded_comparators(&env);
+        assert_eq!(marked.len(), 2);
+        assert_eq!(
+            marked[1],
+            format!("leveldb.BytewiseComparator{BLOB_COMPARATOR_SUFFIX}")
+        );
+        let mut garbage = VersionEdit {
+            blob_garbage: vec![(n, 400)],
+            ..VersionEdit::default()
+        };
+        vs.log_and_apply(&mut garbage).unwrap();
+        assert_eq!(recorded_comparators(&env).len(), 2, "marked once");
+        drop(vs);
+        let vs = recover(&env).unwrap();
+        assert!(vs.blob_marked);
+        let state = vs.current.blob_files[&n];
+        assert_eq!((state.meta.value_bytes, state.garbage_bytes), (900, 400));
+    }
+
+    #[test]
+    fn a_new_manifest_of_a_marked_database_starts_with_the_marker() {
+        let env = env_with_current(b"MANIFEST-000002\n");
+        write_manifest(&env, &[full_edit(), new_blob_file(3)]);
+        // A MANIFEST written by hand with blob fields and no marker still counts as marked.
+        let mut vs = recover(&env).unwrap();
+        assert!(vs.blob_marked);
+        // The first apply after recovery starts a new MANIFEST.
+        vs.log_and_apply(&mut VersionEdit::default()).unwrap();
+        let names = recorded_comparators(&env);
+        assert_eq!(
+            names[0],
+            format!("leveldb.BytewiseComparator{BLOB_COMPARATOR_SUFFIX}")
+        );
+        drop(vs);
+        let vs = recover(&env).unwrap();
+        assert!(vs.current.blob_files.contains_key(&3));
     }
 
     #[test]

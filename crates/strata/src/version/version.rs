@@ -11,6 +11,7 @@
 //! while they are in use (the version set tracks live versions by `Weak`).
 
 use std::cmp::Ordering as CmpOrdering;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -55,6 +56,8 @@ impl std::ops::Deref for LiveFile {
 pub(crate) enum TableLookup {
     /// Found, with this value.
     Value(Vec<u8>),
+    /// Found, kept in a blob file: this is the encoded pointer.
+    BlobPointer(Vec<u8>),
     /// The newest visible entry is a deletion.
     Deleted,
     /// No file holds the key.
@@ -80,12 +83,23 @@ fn to_charge(charge: Option<(&Arc<LiveFile>, usize)>) -> Option<SeekCharge> {
 #[derive(Debug)]
 pub(crate) struct Version {
     pub(crate) files: [Vec<Arc<LiveFile>>; NUM_LEVELS],
+    /// The blob files entries of this version may point into, by number. A blob file is
+    /// deleted only once no live version lists it.
+    pub(crate) blob_files: Arc<BTreeMap<u64, BlobFileState>>,
     icmp: InternalKeyComparator,
     /// The level most in need of compaction and its score (>= 1 means compact it).
     pub(crate) compaction_level: usize,
     pub(crate) compaction_score: f64,
     /// A file whose seek allowance ran out, and its level.
     pub(crate) file_to_compact: Mutex<Option<(Arc<LiveFile>, usize)>>,
+}
+
+/// A blob file as a version knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BlobFileState {
+    pub(crate) meta: crate::version::BlobFileMeta,
+    /// Value bytes no entry reaches any more, as compaction has counted them.
+    pub(crate) garbage_bytes: u64,
 }
 
 /// The byte budget of level `level` (>= 1): 10 MiB at L1, ten times more per level.
@@ -109,6 +123,7 @@ impl Version {
     ) -> Self {
         let mut v = Version {
             files,
+            blob_files: Arc::default(),
             icmp,
             compaction_level: 0,
             compaction_score: -1.0,
@@ -183,6 +198,7 @@ impl Version {
                 }
                 Some(match parsed.kind {
                     ValueKind::Value => TableLookup::Value(v.to_vec()),
+                    ValueKind::BlobPointer => TableLookup::BlobPointer(v.to_vec()),
                     ValueKind::Deletion => TableLookup::Deleted,
                 })
             })?;

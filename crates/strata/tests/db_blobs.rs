@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Key-value separation (`Options::blob_threshold`): values kept in blob files read back
+//! through every path (get, cursors both ways, snapshots, after flushes, compactions and
+//! reopens), survive crashes as the durability contract says, and mark the database.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::env::{read_file_to_vec, Env};
+use strata::{CrashMode, Db, MemEnv, Options, ReadOptions, WriteBatch, WriteOptions};
+
+const THRESHOLD: usize = 1000;
+
+fn options(env: &MemEnv) -> Options {
+    Options {
+        create_if_missing: true,
+        blob_threshold: Some(THRESHOLD),
+        ..Options::default()
+    }
+    .with_env(Arc::new(env.clone()))
+}
+
+fn value(i: u32, len: usize) -> Vec<u8> {
+    let mut v = format!("value {i}:").into_bytes();
+    v.resize(len.max(v.len()), b'a' + (i % 26) as u8);
+    v.truncate(len);
+    v
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+/// Sizes around the threshold, and a 100 KB one.
+fn len_of(i: u32) -> usize {
+    [0, 10, THRESHOLD - 1, THRESHOLD, THRESHOLD + 1, 100_000][i as usize % 6]
+}
+
+fn scan(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    db.scan(&ReadOptions::default())
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+fn files_of(env: &MemEnv, suffix: &str) -> Vec<String> {
+    let mut names: Vec<String> = env
+        .children(Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(suffix))
+        .collect();
+    names.sort();
+    names
+}
+
+fn check_all(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    for (k, v) in model {
+        assert_eq!(
+            db.get(&ReadOptions::default(), k).unwrap().as_ref(),
+            Some(v)
+        );
+    }
+    assert!(scan(db) == *model, "a forward scan differs");
+    let backward: Vec<_> = db
+        .scan(&ReadOptions::default())
+        .unwrap()
+        .rev()
+        .map(|r| r.unwrap())
+        .collect();
+    assert!(
+        backward.into_iter().rev().eq(model.clone()),
+        "a backward scan differs"
+    );
+}
+
+#[test]
+fn large_values_read_back_through_every_path() {
+    let env = MemEnv::new();
+    let db = Db::open("/db", options(&env)).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..300u32 {
+        let v = value(i, len_of(i));
+        db.put(&WriteOptions::default(), &key(i), &v).unwrap();
+        model.insert(key(i), v);
+    }
+    let mut batch = WriteBatch::new();
+    for i in 300..310u32 {
+        batch.put(&key(i), &value(i, 5000));
+        model.insert(key(i), value(i, 5000));
+    }
+    batch.delete(&key(5));
+    model.remove(&key(5));
+    db.write(&WriteOptions::default(), batch).unwrap();
+    check_all(&db, &model);
+    assert!(!files_of(&env, ".blob").is_empty());
+
+    // A snapshot keeps seeing old values (in blob files) across overwrites.
+    let snapshot = db.snapshot();
+    let before = model.clone();
+    for i in (0..300u32).step_by(7) {
+        let v = value(i + 1000, len_of(i + 1));
+        db.put(&WriteOptions::default(), &key(i), &v).unwrap();
+        model.insert(key(i), v);
+    }
+    let at = ReadOptions {
+        snapshot: Some(&snapshot),
+        ..ReadOptions::default()
+    };
+    for (k, v) in &before {
+        assert!(
+            db.get(&at, k).unwrap().as_ref() == Some(v),
+            "{k:?} at the snapshot"
+        );
+    }
+    check_all(&db, &model);
+
+    // Through a flush and a compaction, and a reopen.
+    db.compact_range(None, None).unwrap();
+    check_all(&db, &model);
+    for (k, v) in &before {
+        assert!(
+            db.get(&at, k).unwrap().as_ref() == Some(v),
+            "{k:?} at the snapshot"
+        );
+    }
+    drop(snapshot);
+    drop(db);
+    let db = Db::open("/db", options(&env)).unwrap();
+    check_all(&db, &model);
+    // The values are not in the tables: they hold pointers.
+    let table_bytes: usize = files_of(&env, ".ldb")
+        .iter()
+        .map(|n| {
+            read_file_to_vec(&env, &Path::new("/db").join(n))
+                .unwrap()
+                .len()
+        })
+        .sum();
+    let large_bytes: usize = model
+        .values()
+        .filter(|v| v.len() >= THRESHOLD)
+        .map(Vec::len)
+        .sum();
+    assert!(
+        table_bytes * 10 < large_bytes,
+        "{table_bytes} bytes of tables"
+    );
+}
+
+#[test]
+fn values_below_the_threshold_and_a_database_without_the_option_stay_leveldbs() {
+    let env = MemEnv::new();
+    let db = Db::open("/db", options(&env)).unwrap();
+    db.put(&WriteOptions::default(), b"small", &[7u8; THRESHOLD - 1])
+        .unwrap();
+    db.compact_range(None, None).unwrap();
+    drop(db);
+    assert!(files_of(&env, ".blob").is_empty());
+    let manifest = files_of(&env, "")
+        .into_iter()
+        .find(|n| n.starts_with("MANIFEST"))
+        .unwrap();
+    let bytes = read_file_to_vec(&env, &Path::new("/db").join(manifest)).unwrap();
+    assert!(!String::from_utf8_lossy(&bytes).contains("key-value separation"));
+}
+
+#[test]
+fn a_database_with_blob_files_is_marked_for_leveldb_and_reopens_without_the_option() {
+    let env = MemEnv::new();
+    let db = Db::open("/db", options(&env)).unwrap();
+    db.put(&WriteOptions::default(), b"big", &value(1, 50_000))
+        .unwrap();
+    db.compact_range(None, None).unwrap();
+    drop(db);
+    let manifest = files_of(&env, "")
+        .into_iter()
+        .find(|n| n.starts_with("MANIFEST"))
+        .unwrap();
+    let bytes = read_file_to_vec(&env, &Path::new("/db").join(manifest)).unwrap();
+    assert!(String::from_utf8_lossy(&bytes)
+        .contains("leveldb.BytewiseComparator (strata key-value separation)"));
+    // Without the option the values are still read; new ones go into the tree.
+    let plain = Options {
+        blob_threshold: None,
+        ..options(&env)
+    };
+    let db = Db::open("/db", plain).unwrap();
+    assert_eq!(
+        db.get(&ReadOptions::default(), b"big").unwrap(),
+        Some(value(1, 50_000))
+    );
+    db.put(&WriteOptions::default(), b"big2", &value(2, 50_000))
+        .unwrap();
+    assert_eq!(
+        db.get(&ReadOptions::default(), b"big2").unwrap(),
+        Some(value(2, 50_000))
+    );
+}
+
+#[test]
+fn a_write_batch_holding_a_blob_pointer_is_refused() {
+    let env = MemEnv::new();
+    let db = Db::open("/db", options(&env)).unwrap();
+    // seqno, count 1, op 2 (blob pointer), key "k", a well-formed pointer.
+    let mut rep = vec![0u8; 8];
+    rep.extend_from_slice(&1u32.to_le_bytes());
+    rep.extend_from_slice(&[2, 1, b'k', 8, 9, 24, 5, 0, 0, 0, 0, 0]);
+    let batch = WriteBatch::decode(&rep).unwrap();
+    let err = db.write(&WriteOptions::default(), batch).unwrap_err();
+    assert!(err.to_string().contains("blob pointer"), "{err}");
+    assert_eq!(db.get(&ReadOptions::default(), b"k").unwrap(), None);
+}
+
+/// Writes `n` large values from `first`, synced or not.
+fn put_large(db: &Db, first: u32, n: u32, sync: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+    (first..first + n)
+        .map(|i| {
+            let v = value(i, 20_000);
+            db.put(&WriteOptions { sync }, &key(i), &v).unwrap();
+            (key(i), v)
+        })
+        .collect()
+}
+
+#[test]
+fn synced_large_values_survive_a_power_loss_and_unsynced_ones_a_kill() {
+    let env = MemEnv::new();
+    let db = Db::open("/db", options(&env)).unwrap();
+    let synced = put_large(&db, 0, 5, true);
+    let unsynced = put_large(&db, 5, 5, false);
+    let power_loss = env.crash_clone(CrashMode::POWER_LOSS);
+    let kill = env.crash_clone(CrashMode::PROCESS_KILL);
+    drop(db);
+    let after_loss = Db::open("/db", options(&power_loss)).unwrap();
+    for (k, v) in &synced {
+        assert_eq!(
+            after_loss.get(&ReadOptions::default(), k).unwrap().as_ref(),
+            Some(v)
+        );
+    }
+    let after_kill = Db::open("/db", options(&kill)).unwrap();
+    for (k, v) in synced.iter().chain(&unsynced) {
+        assert_eq!(
+            after_kill.get(&ReadOptions::default(), k).unwrap().as_ref(),
+            Some(v)
+        );
+    }
+}
+
+/// A crash that keeps the whole log but only the synced part of each blob file, or a torn part
+/// of it: pointers logged whose values never reached the disk.
+#[test]
+fn a_logged_pointer_whose_value_was_lost_ends_the_recovered_prefix() {
+    for keep_of_unsynced in [0usize, 7_000, 25_000, 45_000] {
+        let env = MemEnv::new();
+        let db = Db::open("/db", options(&env)).unwrap();
+        let synced = put_large(&db, 0, 3, true);
+        let unsynced = put_large(&db, 3, 3, false);
+        let image = env.crash_clone_with(true, &mut |path: &Path, bytes: &[u8], synced: usize| {
+            if path.extension().is_some_and(|e| e == "blob") {
+                bytes[..(synced + keep_of_unsynced).min(bytes.len())].to_vec()
+            } else {
+                bytes.to_vec()
+            }
+        });
+        drop(db);
+        let db = Db::open("/db", options(&image)).unwrap();
+        let got = scan(&db);
+        // A prefix: every synced write, then unsynced ones in order, up to the first whose
+        // value did not survive whole.
+        let mut expected: BTreeMap<_, _> = synced.iter().cloned().collect();
+        let mut kept = 0;
+        for (k, v) in &unsynced {
+            if got.contains_key(k) {
+                expected.insert(k.clone(), v.clone());
+                kept += 1;
+            } else {
+                break;
+            }
+        }
+        assert!(
+            got == expected,
+            "keeping {keep_of_unsynced} unsynced blob bytes: not a prefix"
+        );
+        // Each unsynced record takes about 20 KB: what survived whole is what was kept.
+        assert_eq!(
+            kept,
+            keep_of_unsynced / 20_100,
+            "keeping {keep_of_unsynced}"
+        );
+        // And the database goes on: new writes, a reopen.
+        let more = put_large(&db, 10, 2, true);
+        drop(db);
+        let db = Db::open("/db", options(&image)).unwrap();
+        for (k, v) in expected.iter().chain(more.iter().map(|(k, v)| (k, v))) {
+            assert_eq!(
+                db.get(&ReadOptions::default(), k).unwrap().as_ref(),
+                Some(v)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_damaged_blob_value_is_a_corruption_error_naming_the_blob_file() {
+    let env = MemEnv::new();
+    let db = Db::open("/db", options(&env)).unwrap();
+    put_large(&db, 0, 3, true);
+    db.compact_range(None, None).unwrap();
+    drop(db);
+    let blob = files_of(&env, ".blob").pop().unwrap();
+    let path = Path::new("/db").join(&blob);
+    let mut bytes = read_file_to_vec(&env, &path).unwrap();
+    let at = bytes.len() - 5_000; // inside the last value
+    bytes[at] ^= 1;
+    strata::env::write_file(&env, &path, &bytes, true).unwrap();
+    let db = Db::open("/db", options(&env)).unwrap();
+    let err = db.get(&ReadOptions::default(), &key(2)).unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    assert!(err.to_string().contains(&blob), "{err}");
+    assert_eq!(
+        db.get(&ReadOptions::default(), &key(1)).unwrap(),
+        Some(value(1, 20_000))
+    );
+    // A scan reports it too, after the good entries.
+    let items: Vec<_> = db.scan(&ReadOptions::default()).unwrap().collect();
+    assert_eq!(items.len(), 3);
+    assert!(items[2].as_ref().unwrap_err().is_corruption());
+    // A cursor: value() is empty, try_value() and status() carry the error.
+    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    it.seek(&key(2));
+    assert!(it.try_value().unwrap_err().is_corruption());
+    assert_eq!(it.value(), b"");
+    assert!(it.status().unwrap_err().is_corruption());
+}
