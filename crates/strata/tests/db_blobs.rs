@@ -335,3 +335,54 @@ fn a_damaged_blob_value_is_a_corruption_error_naming_the_blob_file() {
     assert_eq!(it.value(), b"");
     assert!(it.status().unwrap_err().is_corruption());
 }
+
+/// `strata.blob-files`, parsed: (number, value bytes, garbage bytes or None if pending).
+fn blob_files(db: &Db) -> Vec<(u64, u64, Option<u64>)> {
+    db.property("strata.blob-files")
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split(' ').collect();
+            (
+                f[0].parse().unwrap(),
+                f[2].parse().unwrap(),
+                f[3].parse().ok(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn compaction_counts_the_values_it_drops_against_their_blob_files() {
+    let env = MemEnv::new();
+    let db = Db::open("/db", options(&env)).unwrap();
+    let first = put_large(&db, 0, 20, false);
+    let pending = blob_files(&db);
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].2, None, "not flushed yet");
+    db.compact_range(None, None).unwrap();
+    let flushed = blob_files(&db);
+    assert_eq!(flushed.len(), 1);
+    let (file, value_bytes, garbage) = flushed[0];
+    assert_eq!(garbage, Some(0));
+    assert!(value_bytes >= 20 * 20_000);
+    // Overwrite half the keys, and delete a quarter: once compaction drops the old entries,
+    // their values are garbage in the first file.
+    for (k, _) in first.iter().take(10) {
+        db.put(&WriteOptions::default(), k, b"small now").unwrap();
+    }
+    for (k, _) in first.iter().skip(10).take(5) {
+        db.delete(&WriteOptions::default(), k).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let after = blob_files(&db);
+    let garbage = after.iter().find(|f| f.0 == file).unwrap().2.unwrap();
+    assert_eq!(garbage, 15 * 20_000);
+    // The counts survive a reopen (they are in the MANIFEST).
+    drop(db);
+    let db = Db::open("/db", options(&env)).unwrap();
+    assert_eq!(
+        blob_files(&db).iter().find(|f| f.0 == file).unwrap().2,
+        Some(15 * 20_000)
+    );
+}

@@ -363,6 +363,7 @@ fn run_compaction<'a>(
             for o in outputs {
                 c.edit.new_files.push((c.level + 1, o));
             }
+            c.edit.blob_garbage = std::mem::take(&mut c.blob_garbage).into_iter().collect();
             let (s, applied) = log_and_apply_unlocked(inner, state, &mut c.edit);
             state = s;
             match applied {
@@ -461,6 +462,13 @@ fn compaction_work(
                     && parsed.seqno <= smallest_snapshot
                     && c.is_base_level_for_key(parsed.user_key));
             last_seqno_for_key = parsed.seqno;
+            if drop && parsed.kind == ValueKind::BlobPointer {
+                // The value this entry points to is garbage now: count it against its file,
+                // to guide blob garbage collection.
+                if let Some(p) = crate::blob::BlobPointer::decode(input.value()) {
+                    *c.blob_garbage.entry(p.file).or_default() += p.len;
+                }
+            }
             if !drop {
                 if current.is_none() {
                     current = Some(open_output(inner)?);

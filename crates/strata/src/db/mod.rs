@@ -488,7 +488,9 @@ impl Db {
 
     /// The value of a named property, or `None` for an unknown name. Understands LevelDB's
     /// `leveldb.num-files-at-level<N>`, `leveldb.stats`, `leveldb.sstables` and
-    /// `leveldb.approximate-memory-usage`.
+    /// `leveldb.approximate-memory-usage`, and `strata.blob-files`: a line per blob file
+    /// (`number size value_bytes garbage_bytes`, or `pending` in place of the garbage for a
+    /// file whose memtable is not flushed yet).
     /// # Example
     ///
     /// ```

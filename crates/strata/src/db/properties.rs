@@ -7,6 +7,32 @@ use super::DbInner;
 use crate::key::{append_internal_key, ParsedInternalKey, ValueKind, MAX_SEQNO};
 use crate::version::NUM_LEVELS;
 
+/// `strata.blob-files`: one line per blob file of the current version, `number size
+/// value_bytes garbage_bytes`, then a line per blob file not yet in the version (its memtable is
+/// not flushed), `number size value_bytes pending`.
+fn blob_files(inner: &DbInner) -> String {
+    let version = inner.lock_state().versions.current();
+    let mut out = String::new();
+    for b in version.blob_files.values() {
+        let _ = writeln!(
+            out,
+            "{} {} {} {}",
+            b.meta.number, b.meta.file_size, b.meta.value_bytes, b.garbage_bytes
+        );
+    }
+    let blobs = inner.blob_writers.lock().unwrap_or_else(|e| e.into_inner());
+    for w in blobs.sealed.iter().chain(blobs.active.as_ref()) {
+        let _ = writeln!(
+            out,
+            "{} {} {} pending",
+            w.number(),
+            w.len(),
+            w.value_bytes()
+        );
+    }
+    out
+}
+
 /// LevelDB's escaping of keys in `leveldb.sstables`: printable ASCII as is, else `\xNN`.
 fn escape(key: &[u8]) -> String {
     let mut out = String::new();
@@ -28,6 +54,9 @@ fn describe(internal_key: &[u8]) -> String {
 }
 
 pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
+    if name == "strata.blob-files" {
+        return Some(blob_files(inner));
+    }
     let rest = name.strip_prefix("leveldb.")?;
     let state = inner.lock_state();
     let version = state.versions.current();
