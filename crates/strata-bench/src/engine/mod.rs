@@ -105,6 +105,7 @@ pub trait Engine: Send + Sync {
 /// Every engine name db_bench knows, whether or not this build has it.
 pub const ALL: &[&str] = &[
     "strata",
+    "strata-blobs",
     "leveldb",
     "rocksdb",
     "lmdb",
@@ -128,7 +129,7 @@ pub fn feature_of(name: &str) -> &str {
 /// The engines this build has, in the order of [`ALL`].
 pub fn available() -> Vec<&'static str> {
     #[allow(unused_mut)]
-    let mut names = vec!["strata"];
+    let mut names = vec!["strata", "strata-blobs"];
     #[cfg(feature = "leveldb")]
     names.push("leveldb");
     #[cfg(feature = "rocksdb")]
@@ -153,7 +154,12 @@ pub fn available() -> Vec<&'static str> {
 /// Opens (creating) engine `name` in `dir`, an existing empty or engine-owned directory.
 pub fn open(name: &str, dir: &Path, config: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
     let engine: Box<dyn Engine> = match name {
-        "strata" => Box::new(strata_engine::StrataEngine::open(dir, config)?),
+        "strata" => Box::new(strata_engine::StrataEngine::open(dir, config, None)?),
+        "strata-blobs" => Box::new(strata_engine::StrataEngine::open(
+            dir,
+            config,
+            Some(strata_engine::BLOB_THRESHOLD),
+        )?),
         #[cfg(feature = "leveldb")]
         "leveldb" => Box::new(leveldb::LevelDbEngine::open(dir, config)?),
         #[cfg(feature = "rocksdb")]

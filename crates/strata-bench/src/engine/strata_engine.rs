@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! strata as a db_bench engine.
+//! strata as a db_bench engine: `strata` with default options, and `strata-blobs` with key-value
+//! separation (values of [`BLOB_THRESHOLD`] bytes or more in blob files, compressed when
+//! `--no_compression` is not given, as the tables are).
 
 use std::path::Path;
 
@@ -7,18 +9,31 @@ use strata::{Compression, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
 use super::{Engine, EngineConfig, EngineResult};
 
+/// The value size from which `strata-blobs` keeps values in blob files.
+pub const BLOB_THRESHOLD: usize = 4096;
+
 pub struct StrataEngine {
     db: Db,
     verify_checksums: bool,
 }
 
 impl StrataEngine {
-    pub fn open(dir: &Path, config: &EngineConfig) -> EngineResult<Self> {
+    pub fn open(
+        dir: &Path,
+        config: &EngineConfig,
+        blob_threshold: Option<usize>,
+    ) -> EngineResult<Self> {
         let mut options = Options {
             create_if_missing: true,
             block_cache_capacity: config.cache_size,
             write_buffer_size: config.write_buffer_size,
             compression: if config.compression {
+                Compression::Snappy
+            } else {
+                Compression::None
+            },
+            blob_threshold,
+            blob_compression: if config.compression {
                 Compression::Snappy
             } else {
                 Compression::None

@@ -9,9 +9,10 @@
 //! ```text
 //! blob file:  header ‖ record*
 //! header:     "strata-blob\0" (12 bytes) ‖ fixed32 format version (1) ‖ fixed64 file number
-//! record:     fixed32 masked crc32c of the rest of the record
+//! record:     fixed32 masked crc32c of the rest of the header and the key
 //!             ‖ u8 compression (0 none, 1 Snappy)
 //!             ‖ fixed32 key length ‖ fixed64 stored value length
+//!             ‖ fixed32 masked crc32c of the stored value
 //!             ‖ key ‖ stored value
 //! pointer:    varint64 file number ‖ varint64 offset of the stored value
 //!             ‖ varint64 stored value length ‖ u8 compression
@@ -42,8 +43,8 @@ pub const BLOB_MAGIC: &[u8; 12] = b"strata-blob\0";
 pub const BLOB_FORMAT_VERSION: u32 = 1;
 /// The header's length.
 pub const BLOB_HEADER_LEN: u64 = 12 + 4 + 8;
-/// A record's header: crc, compression, key length, stored value length.
-pub const RECORD_HEADER_LEN: usize = 4 + 1 + 4 + 8;
+/// A record's header: header crc, compression, key length, stored value length, value crc.
+pub const RECORD_HEADER_LEN: usize = 4 + 1 + 4 + 8 + 4;
 
 /// Where a value lives in a blob file: what the tree stores in its place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

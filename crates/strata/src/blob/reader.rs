@@ -203,10 +203,12 @@ impl BlobScanner {
             return Some(Err(e));
         }
         let stored = body.split_off(key_len as usize);
-        let value_crc = crc32c(&stored);
-        let front = crc32c::crc32c_append(crc32c(&header[4..]), &body);
-        if crc32c::crc32c_combine(front, value_crc, stored.len()) != unmask_crc(crc) {
-            return self.corrupt(start, "blob record checksum mismatch");
+        if crc32c::crc32c_append(crc32c(&header[4..]), &body) != unmask_crc(crc) {
+            return self.corrupt(start, "blob record header checksum mismatch");
+        }
+        let value_crc = decode_fixed32(&header[17..]).expect("4 bytes");
+        if crc32c(&stored) != unmask_crc(value_crc) {
+            return self.corrupt(start, "blob value checksum mismatch");
         }
         self.pos = end;
         Some(Ok(BlobRecord {
@@ -217,7 +219,7 @@ impl BlobScanner {
                 offset: end - stored_len,
                 len: stored_len,
                 compression,
-                crc: crate::coding::mask_crc(value_crc),
+                crc: value_crc,
             },
             stored,
         }))

@@ -28,7 +28,8 @@ pub struct BlobFileWriter {
     /// The sum of the stored value lengths.
     value_bytes: u64,
     header: Vec<u8>,
-    compressor: BlockCompressor,
+    /// Taken out while a value is compressed (its output borrows it), put back after.
+    compressor: Option<BlockCompressor>,
     failed: bool,
 }
 
@@ -64,7 +65,7 @@ impl BlobFileWriter {
             records: 0,
             value_bytes: 0,
             header,
-            compressor: BlockCompressor::new(),
+            compressor: None,
             failed: false,
         })
     }
@@ -127,26 +128,47 @@ impl BlobFileWriter {
         compression: Compression,
     ) -> Result<BlobPointer> {
         self.check_not_failed()?;
+        if compression == Compression::None {
+            return self.add_stored(key, value, Compression::None);
+        }
+        let mut compressor = self.compressor.take().unwrap_or_else(BlockCompressor::new);
+        let (kind, stored) = compressor.compress(value, compression);
+        let result = self.add_stored(key, stored, kind);
+        self.compressor = Some(compressor);
+        result
+    }
+
+    /// Appends a record whose value is already in its stored form `stored` (compressed as
+    /// `kind` says): what a rewrite of another blob file copies.
+    ///
+    /// # Errors
+    /// An I/O error; the writer then refuses every later call.
+    pub fn add_stored(
+        &mut self,
+        key: &[u8],
+        stored: &[u8],
+        kind: Compression,
+    ) -> Result<BlobPointer> {
+        self.check_not_failed()?;
         let key_len = u32::try_from(key.len())
             .map_err(|_| Error::invalid_argument("a key of 4 GiB or more"))?;
-        let (kind, stored) = self.compressor.compress(value, compression);
         let header = &mut self.header;
         header.clear();
         header.extend_from_slice(&[0; 4]);
         header.push(kind as u8);
         put_fixed32(header, key_len);
         put_fixed64(header, stored.len() as u64);
+        let value_crc = mask_crc(crc32c(stored));
+        put_fixed32(header, value_crc);
         debug_assert_eq!(header.len(), RECORD_HEADER_LEN);
-        let value_crc = crc32c(stored);
-        let front_crc = crc32c::crc32c_append(crc32c(&header[4..]), key);
-        let record_crc = crc32c::crc32c_combine(front_crc, value_crc, stored.len());
-        header[..4].copy_from_slice(&mask_crc(record_crc).to_le_bytes());
+        let header_crc = crc32c::crc32c_append(crc32c(&header[4..]), key);
+        header[..4].copy_from_slice(&mask_crc(header_crc).to_le_bytes());
         let pointer = BlobPointer {
             file: self.number,
             offset: self.len + (RECORD_HEADER_LEN + key.len()) as u64,
             len: stored.len() as u64,
             compression: kind,
-            crc: mask_crc(value_crc),
+            crc: value_crc,
         };
         let appended = self
             .file

@@ -150,6 +150,21 @@ impl DbInner {
     /// flush's version edit. The files stay in `sealed` until the edit is applied, so that a
     /// synced write meanwhile still finds them synced.
     pub(crate) fn sync_sealed_blob_files(&self) -> Result<Vec<BlobFileMeta>> {
+        // Write the sealed files' data back first without the lock, through handles of our
+        // own (a sync covers the whole file, whichever handle asks), so that writers appending
+        // to the active file are not held up by a long sync; the syncs under the lock below
+        // then find little or nothing left to write.
+        let sealed: Vec<u64> = self
+            .lock_blob_writers()
+            .sealed
+            .iter()
+            .filter(|w| !w.is_synced())
+            .map(BlobFileWriter::number)
+            .collect();
+        for number in sealed {
+            let path = filename::blob_file(&self.dir, number);
+            self.env.new_appendable_file(&path)?.sync()?;
+        }
         let mut blobs = self.lock_blob_writers();
         let mut metas = Vec::new();
         // (The flush's MANIFEST write syncs the directory, making the files' names durable.)
