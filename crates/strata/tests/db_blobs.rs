@@ -386,3 +386,123 @@ fn compaction_counts_the_values_it_drops_against_their_blob_files() {
         Some(15 * 20_000)
     );
 }
+
+/// The bytes of the blob files in the directory.
+fn blob_bytes(env: &MemEnv) -> u64 {
+    files_of(env, ".blob")
+        .iter()
+        .map(|n| env.file_size(&Path::new("/db").join(n)).unwrap())
+        .sum()
+}
+
+/// Waits (up to 20 s) until `done` holds.
+fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed().as_secs() < 20,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn gc_options(env: &MemEnv) -> Options {
+    Options {
+        blob_file_size: 1 << 20,
+        ..options(env)
+    }
+}
+
+#[test]
+fn garbage_collection_rewrites_blob_files_and_keeps_disk_use_bounded() {
+    let env = MemEnv::new();
+    let db = Db::open("/db", gc_options(&env)).unwrap();
+    let n = 100u32;
+    let mut model = BTreeMap::new();
+    for round in 0..3u32 {
+        for i in 0..n {
+            let v = value(i * 10 + round, 20_000);
+            db.put(&WriteOptions::default(), &key(i), &v).unwrap();
+            model.insert(key(i), v);
+        }
+        db.compact_range(None, None).unwrap();
+    }
+    let live: u64 = model.values().map(|v| v.len() as u64).sum();
+    eventually("blob files to shrink to 1.5 times the live data", || {
+        blob_bytes(&env) < live * 3 / 2
+    });
+    check_all(&db, &model);
+    drop(db);
+    let db = Db::open("/db", gc_options(&env)).unwrap();
+    check_all(&db, &model);
+}
+
+#[test]
+fn a_snapshot_and_a_cursor_keep_the_blob_files_they_can_read() {
+    let env = MemEnv::new();
+    let db = Db::open("/db", gc_options(&env)).unwrap();
+    // Keys 0..20 (A) and 20..40 (B), 20 KB each: the first blob file holds them (about 800 KB
+    // of its 1 MiB).
+    let a_old = put_large(&db, 0, 20, false);
+    let b_old = put_large(&db, 20, 20, false);
+    db.compact_range(None, None).unwrap();
+    let first = blob_files(&db)[0].0;
+    // A is overwritten before the snapshot, B after it: compaction drops A's old values (no
+    // snapshot can see them), which makes the first file half garbage, but must keep B's old
+    // values, which only the snapshot and the cursor can see.
+    for (k, _) in &a_old {
+        db.put(&WriteOptions::default(), k, b"a, small now")
+            .unwrap();
+    }
+    let snapshot = db.snapshot();
+    let mut cursor = db.iter(&ReadOptions::default()).unwrap();
+    cursor.seek(&key(20));
+    for (k, _) in &b_old {
+        db.put(&WriteOptions::default(), k, b"b, small now")
+            .unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let garbage = blob_files(&db)
+        .iter()
+        .find(|f| f.0 == first)
+        .unwrap()
+        .2
+        .unwrap();
+    assert_eq!(garbage, 20 * 20_000, "A's old values are garbage");
+    // The collector rewrites the first file (nothing in it is anyone's newest value), but the
+    // file stays while the snapshot and the cursor can read it.
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let first_path = Path::new("/db").join(format!("{first:06}.blob"));
+    assert!(env.file_size(&first_path).is_ok());
+    let at = ReadOptions {
+        snapshot: Some(&snapshot),
+        ..ReadOptions::default()
+    };
+    for (k, v) in &b_old {
+        assert!(
+            db.get(&at, k).unwrap().as_ref() == Some(v),
+            "{k:?} at the snapshot"
+        );
+    }
+    for (k, v) in &b_old {
+        assert!(cursor.valid());
+        assert_eq!(cursor.key(), &k[..]);
+        assert!(
+            cursor.try_value().unwrap() == &v[..],
+            "{k:?} through the cursor"
+        );
+        cursor.next();
+    }
+    drop(cursor);
+    drop(snapshot);
+    eventually("the first blob file to be deleted", || {
+        env.file_size(&first_path).is_err()
+    });
+    for (k, _) in &b_old {
+        assert_eq!(
+            db.get(&ReadOptions::default(), k).unwrap().as_deref(),
+            Some(&b"b, small now"[..])
+        );
+    }
+}

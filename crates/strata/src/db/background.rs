@@ -53,14 +53,18 @@ enum Work {
     Flush,
     Manual,
     Compaction,
+    BlobChanges,
 }
 
-fn next_work(state: &DbState) -> Option<Work> {
+fn next_work(inner: &DbInner, state: &DbState) -> Option<Work> {
     if state.bg_error.is_some() {
         return None;
     }
     if state.imm.is_some() {
         return Some(Work::Flush);
+    }
+    if state.blob_gc.has_due(inner.snapshots.oldest()) {
+        return Some(Work::BlobChanges);
     }
     if state.manual.as_ref().is_some_and(|m| !m.done) {
         return Some(Work::Manual);
@@ -77,12 +81,13 @@ fn next_work(state: &DbState) -> Option<Work> {
 fn run(inner: &Arc<DbInner>) {
     let mut state = inner.lock_state();
     while !inner.shutting_down.load(Ordering::Acquire) {
-        let Some(work) = next_work(&state) else {
+        let Some(work) = next_work(inner, &state) else {
             state = inner.bg_work.wait(state).unwrap_or_else(|e| e.into_inner());
             continue;
         };
         state = match work {
             Work::Flush => flush_memtable(inner, state),
+            Work::BlobChanges => apply_blob_changes(inner, state),
             Work::Manual => manual_step(inner, state),
             Work::Compaction => {
                 let c = pick(inner, &state);
@@ -261,6 +266,26 @@ fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guard<'a
     state
 }
 
+/// Logs the blob changes the garbage collector queued and that are due: new blob files,
+/// garbage counts, and rewritten files no snapshot can read any more.
+fn apply_blob_changes<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guard<'a> {
+    let Some(mut edit) = state.blob_gc.take_due(inner.snapshots.oldest()) else {
+        return state;
+    };
+    let (mut state, result) = log_and_apply_unlocked(inner, state, &mut edit);
+    match result {
+        Ok(()) => {
+            for n in &edit.deleted_blob_files {
+                info!(inner, "blob file {n} leaves the version");
+            }
+            inner.publish_view(&state);
+            delete_obsolete_files(inner, &mut state);
+        }
+        Err(e) => record_error(inner, &mut state, e),
+    }
+    state
+}
+
 /// Runs one step of the manual compaction in `state.manual`.
 fn manual_step<'a>(inner: &'a Arc<DbInner>, state: Guard<'a>) -> Guard<'a> {
     let Some(m) = state.manual.as_ref() else {
@@ -364,6 +389,9 @@ fn run_compaction<'a>(
                 c.edit.new_files.push((c.level + 1, o));
             }
             c.edit.blob_garbage = std::mem::take(&mut c.blob_garbage).into_iter().collect();
+            if !c.edit.blob_garbage.is_empty() {
+                inner.blob_gc_work.notify_all();
+            }
             let (s, applied) = log_and_apply_unlocked(inner, state, &mut c.edit);
             state = s;
             match applied {
@@ -557,15 +585,18 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
                 FileKind::Manifest => n >= manifest_number,
                 FileKind::Table | FileKind::Temp => live.contains(&n),
                 FileKind::Current | FileKind::Lock | FileKind::InfoLog => true,
-                // Blob files are kept until their lifecycle (garbage collection) decides.
-                FileKind::Blob => true,
+                // Blob files of unflushed memtables and of garbage collection outputs are
+                // pending outputs; the others are live while some live version lists them.
+                FileKind::Blob => live.contains(&n),
             },
         };
         if keep {
             continue;
         }
-        if let Some((FileKind::Table, n)) = filename::parse_file_name(&name) {
-            inner.table_cache.evict(n);
+        match filename::parse_file_name(&name) {
+            Some((FileKind::Table, n)) => inner.table_cache.evict(n),
+            Some((FileKind::Blob, n)) => inner.blob_cache.evict(n),
+            _ => {}
         }
         match inner.env.remove_file(&inner.dir.join(&name)) {
             Ok(()) => info!(inner, "deleted obsolete file {name}"),

@@ -17,6 +17,7 @@
 //!   to install results, and releases it while it reads and writes tables.
 
 mod background;
+mod blob_gc;
 mod blobs;
 mod iter;
 mod open;
@@ -105,6 +106,8 @@ pub(crate) struct DbState {
     /// True while a compaction merges tables (with the state mutex released).
     pub(crate) compacting: bool,
     pub(crate) stats: [LevelStats; NUM_LEVELS],
+    /// Blob changes the garbage collector has queued for the background thread to log.
+    pub(crate) blob_gc: blob_gc::BlobGcState,
 }
 
 pub(crate) struct DbInner {
@@ -143,6 +146,10 @@ pub(crate) struct DbInner {
     pub(crate) read_only: bool,
     pub(crate) info_log: InfoLog,
     pub(crate) bg_thread: Mutex<Option<JoinHandle<()>>>,
+    /// The blob garbage collection thread, when the database may have blob files.
+    pub(crate) blob_gc_thread: Mutex<Option<JoinHandle<()>>>,
+    /// Signalled to wake the blob garbage collector (new garbage counted, shutdown).
+    pub(crate) blob_gc_work: Condvar,
     /// Held for the life of the database; dropping it releases `LOCK`.
     pub(crate) _lock: Option<Box<dyn FileLock>>,
 }
@@ -553,15 +560,13 @@ impl Drop for Db {
         {
             let _state = self.inner.lock_state();
             self.inner.bg_work.notify_all();
+            self.inner.blob_gc_work.notify_all();
         }
-        let handle = self
-            .inner
-            .bg_thread
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(handle) = handle {
-            let _ = handle.join();
+        for thread in [&self.inner.blob_gc_thread, &self.inner.bg_thread] {
+            let handle = thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(handle) = handle {
+                let _ = handle.join();
+            }
         }
     }
 }

@@ -141,6 +141,7 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
             pending_outputs: HashSet::new(),
             compacting: false,
             stats: [LevelStats::default(); crate::version::NUM_LEVELS],
+            blob_gc: Default::default(),
         }),
         bg_done: Condvar::new(),
         bg_work: Condvar::new(),
@@ -151,12 +152,27 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         read_only,
         info_log,
         bg_thread: Mutex::new(None),
+        blob_gc_thread: Mutex::new(None),
+        blob_gc_work: Condvar::new(),
         _lock: lock,
         options,
     });
     recover_logs(&inner)?;
     if !read_only {
         background::start(&inner);
+        let has_blobs = !inner
+            .lock_state()
+            .versions
+            .current_ref()
+            .blob_files
+            .is_empty();
+        if has_blobs || inner.options.blob_threshold.is_some() {
+            let handle = super::blob_gc::start(&inner);
+            *inner
+                .blob_gc_thread
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(handle);
+        }
     }
     Ok(inner)
 }

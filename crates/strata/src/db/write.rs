@@ -204,7 +204,7 @@ fn lead_group(
 }
 
 /// Appends the group to the log, syncing it if asked.
-fn append_to_log(inner: &DbInner, group: &WriteBatch, sync: bool) -> Result<()> {
+pub(crate) fn append_to_log(inner: &DbInner, group: &WriteBatch, sync: bool) -> Result<()> {
     let mut log = inner.log.lock().unwrap_or_else(|e| e.into_inner());
     let writer = log
         .as_mut()
