@@ -89,6 +89,7 @@ pub fn repair(path: impl AsRef<Path>, options: &Options) -> Result<RepairReport>
             next_number: 1,
             max_seqno: 0,
             tables: Vec::new(),
+            blob_files: Vec::new(),
             report: &mut report,
         };
         repairer.run()?;
@@ -114,6 +115,8 @@ struct Repairer<'a> {
     next_number: u64,
     max_seqno: u64,
     tables: Vec<FileMetaData>,
+    /// Blob files found, all kept: entries may point into any of them.
+    blob_files: Vec<crate::version::BlobFileMeta>,
     report: &'a mut RepairReport,
 }
 
@@ -129,6 +132,7 @@ impl Repairer<'_> {
                     FileKind::Log => logs.push(n),
                     FileKind::Table => tables.push((n, name)),
                     FileKind::Manifest => manifests.push(name),
+                    FileKind::Blob => self.keep_blob_file(n),
                     _ => {}
                 }
             }
@@ -146,6 +150,35 @@ impl Repairer<'_> {
             self.move_to_lost(&name)?;
         }
         Ok(())
+    }
+
+    /// Adds blob file `number` to the rebuilt version, its value bytes those of the records
+    /// that read whole from the front (a damaged record ends the count, not the file: values
+    /// after it stay reachable through their pointers).
+    fn keep_blob_file(&mut self, number: u64) {
+        let path = filename::blob_file(self.dir, number);
+        let Ok(file_size) = self.env.file_size(&path) else {
+            return;
+        };
+        let mut value_bytes = 0;
+        if let Ok(mut scanner) = crate::blob::BlobScanner::open(self.env, &path) {
+            while let Some(record) = scanner.next() {
+                match record {
+                    Ok(r) => value_bytes += r.pointer.len,
+                    Err(_) => {
+                        self.report.damaged_pieces += 1;
+                        break;
+                    }
+                }
+            }
+        } else {
+            self.report.damaged_pieces += 1;
+        }
+        self.blob_files.push(crate::version::BlobFileMeta {
+            number,
+            file_size,
+            value_bytes,
+        });
     }
 
     fn new_number(&mut self) -> u64 {
@@ -318,13 +351,32 @@ impl Repairer<'_> {
         for t in &self.tables {
             edit.new_files.push((0, t.clone()));
         }
+        edit.new_blob_files = self.blob_files.clone();
         self.report.tables = self.tables.len();
         let path = filename::manifest_file(self.dir, number);
+        let mut records = Vec::new();
+        if !self.blob_files.is_empty() {
+            // The marker that keeps LevelDB out, first (see `BLOB_COMPARATOR_SUFFIX`).
+            let marker = VersionEdit {
+                comparator: Some(format!(
+                    "{}{}",
+                    self.options.comparator.name(),
+                    crate::version::BLOB_COMPARATOR_SUFFIX
+                )),
+                ..VersionEdit::default()
+            };
+            let mut record = Vec::new();
+            marker.encode_into(&mut record);
+            records.push(record);
+        }
         let mut record = Vec::new();
         edit.encode_into(&mut record);
+        records.push(record);
         let result = (|| {
             let mut writer = LogWriter::new(self.env.new_writable_file(&path)?);
-            writer.add_record(&record)?;
+            for record in &records {
+                writer.add_record(record)?;
+            }
             writer.sync()?;
             self.env.sync_dir(self.dir)?;
             set_current_file(self.env, self.dir, number)

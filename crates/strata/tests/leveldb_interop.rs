@@ -596,3 +596,37 @@ fn strata_and_leveldb_exclude_each_other_across_processes() {
     // Once the child has exited, strata opens it.
     strata::Db::open(dir.path(), strata::Options::default()).unwrap();
 }
+
+/// A database that has used blob files (key-value separation) is refused by LevelDB with an
+/// error that says why, rather than read with pointers for values; one that never had a value
+/// over the threshold stays LevelDB's.
+#[test]
+fn leveldb_refuses_a_database_with_blob_files_and_opens_one_without() {
+    for (large, refused) in [(false, false), (true, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = strata::Options {
+            create_if_missing: true,
+            blob_threshold: Some(4096),
+            ..strata::Options::default()
+        };
+        let db = strata::Db::open(dir.path(), options).unwrap();
+        let len = if large { 50_000 } else { 100 };
+        db.put(&strata::WriteOptions::default(), b"key", &vec![7u8; len])
+            .unwrap();
+        db.compact_range(None, None).unwrap();
+        drop(db);
+        match LevelDb::open_with(dir.path(), None, false) {
+            Ok(ldb) => {
+                assert!(!refused, "LevelDB opened a database with blob files");
+                assert_eq!(ldb.get(b"key").unwrap(), Some(vec![7u8; len]));
+            }
+            Err(e) => {
+                assert!(refused, "LevelDB refused a plain database: {e}");
+                assert!(
+                    e.contains("strata key-value separation") && e.contains("comparator"),
+                    "{e}"
+                );
+            }
+        }
+    }
+}

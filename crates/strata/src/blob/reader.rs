@@ -95,6 +95,7 @@ pub struct BlobScanner {
     file_len: u64,
     pos: u64,
     done: bool,
+    cut_off: bool,
 }
 
 impl std::fmt::Debug for BlobScanner {
@@ -143,6 +144,7 @@ impl BlobScanner {
             file_len,
             pos: BLOB_HEADER_LEN,
             done: false,
+            cut_off: false,
         })
     }
 
@@ -161,6 +163,12 @@ impl BlobScanner {
         self.pos
     }
 
+    /// True if the scan ended at a record the end of the file cuts short: the torn tail of a
+    /// file being appended to when a crash came.
+    pub fn cut_off(&self) -> bool {
+        self.cut_off
+    }
+
     fn corrupt(&mut self, offset: u64, reason: &'static str) -> Option<Result<BlobRecord>> {
         self.done = true;
         Some(Err(Error::corruption(&self.path, offset, reason)))
@@ -176,6 +184,7 @@ impl BlobScanner {
         }
         let start = self.pos;
         if self.file_len - start < RECORD_HEADER_LEN as u64 {
+            self.cut_off = true;
             return self.corrupt(start, "blob record header cut off by the end of the file");
         }
         let mut header = [0u8; RECORD_HEADER_LEN];
@@ -195,6 +204,7 @@ impl BlobScanner {
             .and_then(|e| e.checked_add(stored_len))
             .filter(|&e| e <= self.file_len)
         else {
+            self.cut_off = true;
             return self.corrupt(start, "blob record cut off by the end of the file");
         };
         let mut body = vec![0u8; (end - body_start) as usize];
