@@ -727,3 +727,49 @@ fn a_reader_that_stops_early_ends_the_scan_quietly() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
+
+/// A database with blob files (key-value separation): `check` reads them, `stats` counts them,
+/// `dump` prints a blob file's records and the pointers in logs and tables.
+#[test]
+fn the_tool_understands_blob_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = strata::Options {
+        create_if_missing: true,
+        blob_threshold: Some(1000),
+        ..strata::Options::default()
+    };
+    let db = strata::Db::open(dir.path(), options).unwrap();
+    for i in 0..5u8 {
+        db.put(
+            &strata::WriteOptions::default(),
+            &[b'k', b'0' + i],
+            &vec![b'x'; 3000],
+        )
+        .unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.put(&strata::WriteOptions::default(), b"late", &vec![b'y'; 5000])
+        .unwrap();
+    drop(db);
+    ok(&["check", p(dir.path())]);
+    let text = ok(&["stats", p(dir.path())]);
+    assert!(text.contains("blob files     "), "{text}");
+    let mut names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    let blob = names.iter().find(|n| n.ends_with(".blob")).unwrap();
+    let text = ok(&["dump", p(&dir.path().join(blob))]);
+    assert!(text.contains("'k0' => 'xxxx"), "{text}");
+    assert!(text.contains("5 records"), "{text}");
+    let table = names.iter().find(|n| n.ends_with(".ldb")).unwrap();
+    let text = ok(&["dump", p(&dir.path().join(table))]);
+    assert!(
+        text.contains("blob") && text.contains("(in blob file"),
+        "{text}"
+    );
+    let log = names.iter().rev().find(|n| n.ends_with(".log")).unwrap();
+    let text = ok(&["dump", p(&dir.path().join(log))]);
+    assert!(text.contains("put 'late' => (in blob file"), "{text}");
+}

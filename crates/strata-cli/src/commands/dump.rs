@@ -36,6 +36,8 @@ pub enum DumpKind {
     Table,
     /// CURRENT.
     Current,
+    /// A blob file of values kept apart from the tree (NNNNNN.blob).
+    Blob,
 }
 
 /// `strata dump`'s arguments.
@@ -138,6 +140,7 @@ fn kind_from_name(path: &Path) -> Option<DumpKind> {
         FileKind::Manifest => Some(DumpKind::Manifest),
         FileKind::Table => Some(DumpKind::Table),
         FileKind::Current => Some(DumpKind::Current),
+        FileKind::Blob => Some(DumpKind::Blob),
         _ => None,
     }
 }
@@ -147,7 +150,7 @@ pub fn dump(args: &DumpArgs) -> Result<ExitCode, CliError> {
     let path = args.file.as_path();
     let kind = args.kind.or_else(|| kind_from_name(path)).ok_or_else(|| {
         CliError::Usage(format!(
-            "cannot tell what {} is from its name; pass --kind log|manifest|table|current",
+            "cannot tell what {} is from its name; pass --kind log|manifest|table|current|blob",
             path.display()
         ))
     })?;
@@ -165,6 +168,7 @@ pub fn dump(args: &DumpArgs) -> Result<ExitCode, CliError> {
         DumpKind::Log => dump_log(&env, path, &mut d, false)?,
         DumpKind::Manifest => dump_log(&env, path, &mut d, true)?,
         DumpKind::Table => dump_table(&env, path, size, &mut d)?,
+        DumpKind::Blob => dump_blob(&env, path, &mut d)?,
         DumpKind::Current => {
             let bytes = strata::env::read_file_to_vec(&env, path)?;
             d.line(format_args!("{}", Encoding::Text.show(&bytes)))?;
@@ -294,7 +298,64 @@ fn dump_edit(offset: u64, record: &[u8], d: &mut Dumper) -> Result<(), CliError>
             d.internal_key(&f.largest)
         ))?;
     }
+    for number in &edit.deleted_blob_files {
+        d.line(format_args!("  remove blob file {number:06}"))?;
+    }
+    for b in &edit.new_blob_files {
+        d.line(format_args!(
+            "  add blob file {:06}: {} bytes, {} bytes of values",
+            b.number, b.file_size, b.value_bytes
+        ))?;
+    }
+    for (number, bytes) in &edit.blob_garbage {
+        d.line(format_args!(
+            "  blob file {number:06}: {bytes} more bytes of values no entry reaches"
+        ))?;
+    }
     Ok(())
+}
+
+/// A blob file: every record, checksums verified, in order.
+fn dump_blob(env: &PosixEnv, path: &Path, d: &mut Dumper) -> Result<(), CliError> {
+    let mut scanner = match strata::blob::BlobScanner::open(env, path) {
+        Ok(scanner) => scanner,
+        Err(e) => return d.damaged(e),
+    };
+    d.line(format_args!("blob file {}", scanner.number()))?;
+    let mut records = 0u64;
+    while let Some(record) = scanner.next() {
+        match record {
+            Ok(r) => {
+                records += 1;
+                let value = match r.value(path) {
+                    Ok(v) => d.value(&v),
+                    Err(e) => return d.damaged(e),
+                };
+                d.line(format_args!(
+                    "@{} {} => {}{}",
+                    r.offset,
+                    d.key(&r.key),
+                    value,
+                    if r.pointer.compression == strata::Compression::Snappy {
+                        " (stored with Snappy)"
+                    } else {
+                        ""
+                    }
+                ))?;
+            }
+            Err(e) => {
+                if scanner.cut_off() {
+                    d.line(format_args!(
+                        "torn tail after offset {}: a record the end of the file cuts short",
+                        scanner.position()
+                    ))?;
+                } else {
+                    d.damaged(e)?;
+                }
+            }
+        }
+    }
+    d.line(format_args!("{records} records"))
 }
 
 fn dump_table(env: &PosixEnv, path: &Path, size: u64, d: &mut Dumper) -> Result<(), CliError> {
@@ -377,6 +438,9 @@ fn dump_table(env: &PosixEnv, path: &Path, size: u64, d: &mut Dumper) -> Result<
                     let key = d.internal_key(it.key());
                     match ParsedInternalKey::parse(it.key()).map(|k| k.kind) {
                         Some(ValueKind::Deletion) => d.line(format_args!("  {key}"))?,
+                        Some(ValueKind::BlobPointer) => {
+                            d.line(format_args!("  {key} => {}", show_blob_pointer(it.value())))?
+                        }
                         _ => d.line(format_args!("  {key} => {}", d.value(it.value())))?,
                     }
                     it.next();

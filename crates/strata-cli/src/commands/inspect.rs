@@ -17,11 +17,13 @@ use crate::error::{CliError, DAMAGE_FOUND};
 use crate::units::human;
 use crate::ReadFlags;
 
-/// LevelDB's properties that `stats` prints, besides one `num-files-at-levelN` a level.
-const PROPERTIES: [&str; 3] = [
+/// The properties that `stats` prints, besides one `num-files-at-levelN` a level: LevelDB's,
+/// and strata's blob files (`number size value_bytes garbage_bytes`, one a line).
+const PROPERTIES: [&str; 4] = [
     "leveldb.stats",
     "leveldb.sstables",
     "leveldb.approximate-memory-usage",
+    "strata.blob-files",
 ];
 
 /// One level's figures, summed over its tables.
@@ -191,6 +193,29 @@ fn write_stats_text(
         logs.records,
         logs.operations
     )?;
+    let blobs: Vec<(u64, u64)> = properties
+        .iter()
+        .find(|(n, _)| n == "strata.blob-files")
+        .map(|(_, v)| {
+            v.lines()
+                .filter_map(|l| {
+                    let f: Vec<&str> = l.split(' ').collect();
+                    Some((f.get(1)?.parse().ok()?, f.get(3)?.parse().unwrap_or(0)))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if !blobs.is_empty() {
+        let bytes: u64 = blobs.iter().map(|b| b.0).sum();
+        let garbage: u64 = blobs.iter().map(|b| b.1).sum();
+        writeln!(
+            out,
+            "blob files     {} ({}, of which {} no entry reaches)",
+            blobs.len(),
+            human(bytes),
+            human(garbage)
+        )?;
+    }
     writeln!(out)?;
     writeln!(
         out,
