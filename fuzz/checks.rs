@@ -208,24 +208,28 @@ struct Harness {
     write_failed: bool,
     snapshot: Option<(strata::Snapshot, Model)>,
     values_written: u64,
+    blobs: bool,
 }
 
 const OPS_KEYS: u8 = 24;
 
-fn ops_options(env: &FaultEnv<MemEnv>) -> Options {
+fn ops_options(env: &FaultEnv<MemEnv>, blobs: bool) -> Options {
     Options {
         create_if_missing: true,
         block_size: 512,
+        // Key-value separation for half the inputs: values of 100 bytes and more in blob files.
+        blob_threshold: blobs.then_some(100),
+        blob_file_size: 1 << 20,
         ..Options::default()
     }
     .with_env(Arc::new(env.clone()))
 }
 
 impl Harness {
-    fn new() -> Self {
+    fn new(blobs: bool) -> Self {
         let mem = MemEnv::new();
         let faults = FaultEnv::new(mem.clone());
-        let db = Db::open("/db", ops_options(&faults)).expect("a new database opens");
+        let db = Db::open("/db", ops_options(&faults, blobs)).expect("a new database opens");
         Harness {
             mem,
             faults,
@@ -238,6 +242,7 @@ impl Harness {
             write_failed: false,
             snapshot: None,
             values_written: 0,
+            blobs,
         }
     }
 
@@ -391,7 +396,7 @@ impl Harness {
         self.mem = image;
         self.faults = FaultEnv::new(self.mem.clone());
         self.faults.set_plan(fault_in_open);
-        let db = match Db::open("/db", ops_options(&self.faults)) {
+        let db = match Db::open("/db", ops_options(&self.faults, self.blobs)) {
             Ok(db) => db,
             Err(e) => {
                 assert!(
@@ -399,7 +404,7 @@ impl Harness {
                     "open failed with no fault injected: {e}"
                 );
                 self.faults.set_plan(None);
-                Db::open("/db", ops_options(&self.faults))
+                Db::open("/db", ops_options(&self.faults, self.blobs))
                     .unwrap_or_else(|e| panic!("open after a failed open: {e}"))
             }
         };
@@ -498,6 +503,12 @@ impl Harness {
                         "a compaction failed with no fault injected: {e}"
                     );
                 }
+                if let Err(e) = self.db().collect_blob_garbage() {
+                    assert!(
+                        self.faults_injected(),
+                        "a blob collection failed with no fault injected: {e}"
+                    );
+                }
             }
             9 => {
                 let how =
@@ -518,7 +529,8 @@ impl Harness {
 /// where the input says: puts, deletes and batches (synced or not), gets, scans, seeks with a
 /// step back, snapshots, compactions, faults (EIO, ENOSPC, a short write, a failed sync; once or
 /// for good), and reopens after a clean close, a process kill or a power loss, with or without
-/// a fault while recovering.
+/// a fault while recovering. Inputs of odd length run with key-value separation (values of 100
+/// bytes and more in blob files, and garbage collection on request).
 ///
 /// Checked at every step: reads are always right (faults hit writes only); while no fault has
 /// been injected everything succeeds; once a write fails every later one fails until a reopen;
@@ -527,7 +539,7 @@ impl Harness {
 /// not at all; an open that fails under a fault succeeds once the fault is gone.
 pub fn ops_model(data: &[u8]) {
     let mut input = Input { bytes: data };
-    let mut harness = Harness::new();
+    let mut harness = Harness::new(data.len() % 2 == 1);
     let mut steps = 0;
     while !input.is_empty() && steps < 400 {
         harness.step(&mut input);

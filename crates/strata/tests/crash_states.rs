@@ -66,6 +66,8 @@ struct Workload {
     run: fn(&Harness, u64),
     /// How an image is brought back: open, or repair then open.
     repair_first: bool,
+    /// Key-value separation on: values of 40 bytes or more go to blob files.
+    blobs: bool,
 }
 
 /// What a workload runs with.
@@ -75,15 +77,18 @@ struct Harness {
     progress: Arc<Progress>,
     shape: Shape,
     reuse_logs: bool,
+    blobs: bool,
 }
 
-fn options(env: Arc<dyn Env>, reuse_logs: bool) -> Options {
+fn options(env: Arc<dyn Env>, reuse_logs: bool, blobs: bool) -> Options {
     Options {
         create_if_missing: true,
         write_buffer_size: 64 << 10,
         max_file_size: 64 << 10,
         block_size: 1024,
         reuse_logs,
+        blob_threshold: blobs.then_some(40),
+        blob_file_size: 1 << 20,
         ..Options::default()
     }
     .with_env(env)
@@ -91,7 +96,7 @@ fn options(env: Arc<dyn Env>, reuse_logs: bool) -> Options {
 
 impl Harness {
     fn options(&self) -> Options {
-        options(Arc::new(self.env.clone()), self.reuse_logs)
+        options(Arc::new(self.env.clone()), self.reuse_logs, self.blobs)
     }
 
     fn open(&self) -> Db {
@@ -142,6 +147,7 @@ fn workloads() -> Vec<Workload> {
             setup: no_setup,
             run: |h, n| writes(h, n, |_| true),
             repair_first: false,
+            blobs: false,
         },
         Workload {
             name: "unsynced puts, every tenth synced",
@@ -151,6 +157,7 @@ fn workloads() -> Vec<Workload> {
             setup: no_setup,
             run: |h, n| writes(h, n, |i| i % 10 == 9),
             repair_first: false,
+            blobs: false,
         },
         Workload {
             name: "large batches spanning log blocks",
@@ -160,6 +167,7 @@ fn workloads() -> Vec<Workload> {
             setup: no_setup,
             run: |h, n| writes(h, n, |i| i % 4 == 0),
             repair_first: false,
+            blobs: false,
         },
         Workload {
             name: "memtable flushes and log rotation",
@@ -169,6 +177,7 @@ fn workloads() -> Vec<Workload> {
             setup: no_setup,
             run: |h, n| writes(h, n, |i| i % 50 == 0),
             repair_first: false,
+            blobs: false,
         },
         Workload {
             name: "compaction and file deletion",
@@ -185,6 +194,7 @@ fn workloads() -> Vec<Workload> {
                 db.compact_range(None, None).expect("compact");
             },
             repair_first: false,
+            blobs: false,
         },
         Workload {
             name: "reopen: MANIFEST rollover and CURRENT switch",
@@ -202,6 +212,7 @@ fn workloads() -> Vec<Workload> {
                 drop(h.open());
             },
             repair_first: false,
+            blobs: false,
         },
         Workload {
             name: "reopen with reuse_logs",
@@ -219,6 +230,7 @@ fn workloads() -> Vec<Workload> {
                 drop(h.open());
             },
             repair_first: false,
+            blobs: false,
         },
         Workload {
             name: "recovery itself: replaying logs into tables",
@@ -233,6 +245,7 @@ fn workloads() -> Vec<Workload> {
                 }
             },
             repair_first: false,
+            blobs: false,
         },
         Workload {
             name: "write batches of 34 operations",
@@ -242,6 +255,7 @@ fn workloads() -> Vec<Workload> {
             setup: no_setup,
             run: |h, n| writes(h, n, |i| i % 5 == 0),
             repair_first: false,
+            blobs: false,
         },
         Workload {
             name: "repair after a MANIFEST record is damaged",
@@ -267,6 +281,7 @@ fn workloads() -> Vec<Workload> {
                 strata::repair(DIR, &h.options()).expect("repair");
             },
             repair_first: true,
+            blobs: false,
         },
         Workload {
             name: "repair after CURRENT is lost",
@@ -282,8 +297,77 @@ fn workloads() -> Vec<Workload> {
                 strata::repair(DIR, &h.options()).expect("repair");
             },
             repair_first: true,
+            blobs: false,
+        },
+        // Key-value separation: values of 40 bytes and more (a third of the small ones, and
+        // every fifth write's 40 KiB) go to blob files. Crashes fall between a value's append
+        // and its pointer's log record, and tear appended values and pointers.
+        Workload {
+            name: "blobs: synced and unsynced values in blob files",
+            writes: 80 * s,
+            shape: Shape::Big,
+            reuse_logs: false,
+            setup: no_setup,
+            run: |h, n| writes(h, n, |i| i % 4 == 0),
+            repair_first: false,
+            blobs: true,
+        },
+        Workload {
+            name: "blobs: blob file switches, flushes and compaction",
+            writes: 60 * s,
+            shape: Shape::Big,
+            reuse_logs: false,
+            setup: |h| synced_setup(h, 100 * scale()),
+            run: |h, start| {
+                let db = h.open();
+                for i in start..start + 60 * scale() {
+                    h.write(&db, i, i % 25 == 0);
+                }
+                db.compact_range(None, None).expect("compact");
+            },
+            repair_first: false,
+            blobs: true,
+        },
+        Workload {
+            name: "blobs: a blob file rewritten by garbage collection",
+            writes: 40 * s,
+            shape: Shape::Big,
+            reuse_logs: false,
+            setup: |h| synced_setup(h, 100 * scale()),
+            // Every fifth write sets `last` to 40 KiB: once compacted, all but the newest are
+            // garbage, and their blob files are rewritten (by this call or the collector).
+            run: |h, start| {
+                let db = h.open();
+                for i in start..start + 40 * scale() {
+                    h.write(&db, i, i % 10 == 0);
+                }
+                db.compact_range(None, None).expect("compact");
+                let listed = blob_file_numbers(&db);
+                db.collect_blob_garbage().expect("collect blob garbage");
+                let started = std::time::Instant::now();
+                // A rewritten file leaves the version (no snapshot holds it).
+                while listed.iter().all(|n| blob_file_numbers(&db).contains(n)) {
+                    assert!(
+                        started.elapsed().as_secs() < 10,
+                        "no blob file was rewritten: {listed:?}"
+                    );
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            },
+            repair_first: false,
+            blobs: true,
         },
     ]
+}
+
+/// The blob files the database's current version lists.
+fn blob_file_numbers(db: &Db) -> Vec<u64> {
+    db.property("strata.blob-files")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.ends_with("pending"))
+        .filter_map(|l| l.split(' ').next()?.parse().ok())
+        .collect()
 }
 
 /// Small deterministic random numbers (splitmix64).
@@ -387,7 +471,7 @@ fn check_state(
     prints: &[u64],
 ) -> Result<(), String> {
     let env: Arc<dyn Env> = Arc::new(state.image.clone());
-    let opts = options(env, workload.reuse_logs);
+    let opts = options(env, workload.reuse_logs, workload.blobs);
     let db = match Db::open(DIR, opts.clone()) {
         Ok(db) => db,
         Err(e) if workload.repair_first => {
@@ -432,6 +516,7 @@ fn enumerate(workload: &Workload) -> (u64, Vec<String>) {
         progress: Arc::new(Progress::default()),
         shape: workload.shape,
         reuse_logs: workload.reuse_logs,
+        blobs: workload.blobs,
     };
     let start = (workload.setup)(&harness);
     let total = start + workload.writes + 100;

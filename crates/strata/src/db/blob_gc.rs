@@ -102,11 +102,8 @@ fn run(inner: &Arc<DbInner>) {
             if state.blob_gc.has_due(inner.snapshots.oldest()) {
                 super::background::maybe_schedule(inner, &state);
             }
-            if state.bg_error.is_some() {
-                None
-            } else {
-                pick(inner, &state)
-            }
+            drop(state);
+            claim(inner)
         };
         let Some(number) = picked else {
             let state = inner.lock_state();
@@ -116,13 +113,44 @@ fn run(inner: &Arc<DbInner>) {
             continue;
         };
         if let Err(e) = rewrite(inner, number) {
-            info!(inner, "rewriting blob file {number} failed: {e}");
-            let mut state = inner.lock_state();
-            state.blob_gc.rewriting = None;
             if !inner.shutting_down.load(Ordering::Acquire) {
-                state.bg_error.get_or_insert(e);
+                inner.lock_state().bg_error.get_or_insert(e);
             }
         }
+    }
+}
+
+/// Picks a blob file to rewrite and claims it, unless a rewrite is under way (one at a time).
+fn claim(inner: &DbInner) -> Option<u64> {
+    let mut state = inner.lock_state();
+    if state.bg_error.is_some() || state.blob_gc.rewriting.is_some() {
+        return None;
+    }
+    let number = pick(inner, &state)?;
+    state.blob_gc.rewriting = Some(number);
+    Some(number)
+}
+
+/// Rewrites, in the caller's thread, every blob file whose live fraction is below the
+/// threshold now (waiting for a rewrite under way in the collector's thread first). Returns how
+/// many it rewrote.
+pub(crate) fn collect_now(inner: &Arc<DbInner>) -> Result<usize> {
+    let mut rewritten = 0;
+    loop {
+        {
+            let mut state = inner.lock_state();
+            while state.blob_gc.rewriting.is_some() && state.bg_error.is_none() {
+                state = inner.bg_done.wait(state).unwrap_or_else(|e| e.into_inner());
+            }
+            if let Some(e) = &state.bg_error {
+                return Err(e.clone());
+            }
+        }
+        let Some(number) = claim(inner) else {
+            return Ok(rewritten);
+        };
+        rewrite(inner, number)?;
+        rewritten += 1;
     }
 }
 
@@ -186,9 +214,20 @@ struct Move {
     to: BlobPointer,
 }
 
-/// Rewrites blob file `number` (steps 2 to 5 of the module's description).
+/// Rewrites blob file `number`, which the caller claimed (steps 2 to 5 of the module's
+/// description). The claim ends with it, whatever the outcome.
 fn rewrite(inner: &Arc<DbInner>, number: u64) -> Result<()> {
-    inner.lock_state().blob_gc.rewriting = Some(number);
+    let result = rewrite_claimed(inner, number);
+    let mut state = inner.lock_state();
+    state.blob_gc.rewriting = None;
+    if let Err(e) = &result {
+        info!(inner, "rewriting blob file {number} failed: {e}");
+    }
+    inner.bg_done.notify_all();
+    result
+}
+
+fn rewrite_claimed(inner: &Arc<DbInner>, number: u64) -> Result<()> {
     let path = filename::blob_file(&inner.dir, number);
     let mut scanner = BlobScanner::open(&*inner.env, &path)?;
     let mut moves = Vec::new();
@@ -242,15 +281,14 @@ fn rewrite(inner: &Arc<DbInner>, number: u64) -> Result<()> {
         }
         state.pending_outputs.remove(&meta.number);
     }
-    let mut state = inner.lock_state();
+    let state = &mut *inner.lock_state();
     state.blob_gc.to_remove.push((number, relocated_seqno + 1));
-    state.blob_gc.rewriting = None;
     info!(
         inner,
         "rewrote blob file {number}: {} live values moved, {dead_bytes} bytes of garbage dropped",
         moves.len()
     );
-    super::background::maybe_schedule(inner, &state);
+    super::background::maybe_schedule(inner, state);
     Ok(())
 }
 
@@ -262,6 +300,13 @@ fn add_and_wait(inner: &DbInner, meta: BlobFileMeta) -> Result<()> {
     loop {
         if let Some(e) = &state.bg_error {
             return Err(e.clone());
+        }
+        if inner.shutting_down.load(Ordering::Acquire) {
+            // The background thread has stopped, or is stopping: the file stays out of the
+            // version, and an open deletes it (nothing points into it).
+            return Err(crate::error::Error::not_supported(
+                "the database is closing; blob rewrite abandoned",
+            ));
         }
         if state
             .versions

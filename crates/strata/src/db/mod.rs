@@ -493,6 +493,41 @@ impl Db {
         background::compact_range(&self.inner, begin, end)
     }
 
+    /// Rewrites now, in this thread, every blob file whose fraction of live values is below
+    /// `Options::blob_gc_live_ratio` (as compaction has counted the garbage so far), as the
+    /// background collector would. Returns how many it rewrote. The old files are deleted once
+    /// no snapshot older than the rewrite remains and no cursor reads them.
+    ///
+    /// # Errors
+    /// An I/O error or corruption met reading or writing blob files; the database then
+    /// refuses writes until it is reopened, as after any failed write.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let options = Options {
+    ///     create_if_missing: true,
+    ///     blob_threshold: Some(1024),
+    ///     ..Options::default()
+    /// };
+    /// let db = Db::open(dir.path(), options)?;
+    /// for round in 0..2u8 {
+    ///     for i in 0..10u8 {
+    ///         db.put(&WriteOptions::default(), &[i], &[round; 10_000])?;
+    ///     }
+    ///     db.compact_range(None, None)?; // counts the overwritten values as garbage
+    /// }
+    /// assert!(db.collect_blob_garbage()? <= 1);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn collect_blob_garbage(&self) -> Result<usize> {
+        if self.inner.read_only {
+            return Err(Error::not_supported("the database was opened read-only"));
+        }
+        blob_gc::collect_now(&self.inner)
+    }
+
     /// The value of a named property, or `None` for an unknown name. Understands LevelDB's
     /// `leveldb.num-files-at-level<N>`, `leveldb.stats`, `leveldb.sstables` and
     /// `leveldb.approximate-memory-usage`, and `strata.blob-files`: a line per blob file
