@@ -108,7 +108,10 @@ impl DbInner {
         if !batch.iter().any(|op| op.is_ok_and(|op| large(&op))) {
             return Ok(batch);
         }
-        let mut blobs = self.blob_writers_with_active()?;
+        // A blob file that cannot be created stops writes too, as a log that cannot be.
+        let mut blobs = self
+            .blob_writers_with_active()
+            .inspect_err(|e| self.blob_write_failed(e))?;
         let writer = blobs.active.as_mut().expect("opened above");
         let mut out = WriteBatch::with_capacity(batch.count() as usize * 48);
         let appended = (|| {

@@ -270,17 +270,35 @@ fn check_live_log_exists(env: &dyn Env, dir: &Path, versions: &VersionSet) -> Re
     ))
 }
 
-/// Fails if a table the current version lists is missing from the directory.
+/// Fails if a table or blob file the current version lists is missing from the directory.
 fn check_tables_exist(env: &dyn Env, dir: &Path, versions: &VersionSet) -> Result<()> {
     let mut expected: HashSet<u64> = versions
         .live_file_list()
         .into_iter()
         .map(|(_, n)| n)
         .collect();
+    let mut expected_blobs: HashSet<u64> =
+        versions.current_ref().blob_files.keys().copied().collect();
     for name in env.children(dir)? {
-        if let Some((FileKind::Table, n)) = filename::parse_file_name(&name) {
-            expected.remove(&n);
+        match filename::parse_file_name(&name) {
+            Some((FileKind::Table, n)) => {
+                expected.remove(&n);
+            }
+            Some((FileKind::Blob, n)) => {
+                expected_blobs.remove(&n);
+            }
+            _ => {}
         }
+    }
+    if let Some(&first) = expected_blobs.iter().min() {
+        return Err(Error::corruption(
+            filename::blob_file(dir, first),
+            0,
+            format!(
+                "{} blob file(s) the MANIFEST lists are missing",
+                expected_blobs.len()
+            ),
+        ));
     }
     if expected.is_empty() {
         return Ok(());

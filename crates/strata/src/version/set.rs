@@ -85,7 +85,7 @@ pub(crate) struct PendingApply {
     version: Version,
     log_number: u64,
     prev_log_number: u64,
-    /// The edit adds tables or moves to a newer log.
+    /// The edit adds tables or blob files, or moves to a newer log.
     needs_dir_sync: bool,
     manifest_number: u64,
     manifest_path: PathBuf,
@@ -428,7 +428,9 @@ impl VersionSet {
             version,
             log_number,
             prev_log_number,
-            needs_dir_sync: !edit.new_files.is_empty() || log_number > self.log_number,
+            needs_dir_sync: !edit.new_files.is_empty()
+                || !edit.new_blob_files.is_empty()
+                || log_number > self.log_number,
             manifest_number: self.manifest_file_number,
             manifest_path,
             writer,
