@@ -136,8 +136,7 @@ fn record_error(inner: &DbInner, state: &mut DbState, e: Error) {
         inner,
         "background error; the database accepts no more writes: {e}"
     );
-    state.bg_error.get_or_insert(e);
-    inner.bg_done.notify_all();
+    inner.set_error(state, &e);
 }
 
 /// Writes the entries of `iter` to table `number` and syncs it. Returns `None` (and writes no
@@ -273,6 +272,7 @@ fn apply_blob_changes<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guar
         return state;
     };
     let (mut state, result) = log_and_apply_unlocked(inner, state, &mut edit);
+    state.blob_gc.removing.clear();
     match result {
         Ok(()) => {
             for n in &edit.deleted_blob_files {

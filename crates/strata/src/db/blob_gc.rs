@@ -49,6 +49,9 @@ pub(crate) struct BlobGcState {
     pub(crate) garbage: Vec<(u64, u64)>,
     /// Rewritten blob files, to remove once the oldest snapshot is at or after the seqno.
     pub(crate) to_remove: Vec<(u64, SeqNo)>,
+    /// Files whose removal the background thread is logging: still in the current version
+    /// until it is installed, and not to be picked again.
+    pub(crate) removing: std::collections::BTreeSet<u64>,
     /// The file being rewritten.
     pub(crate) rewriting: Option<u64>,
 }
@@ -68,6 +71,7 @@ impl BlobGcState {
             }
             !due
         });
+        self.removing.extend(&edit.deleted_blob_files);
         edit.has_blob_changes().then_some(edit)
     }
 
@@ -114,7 +118,7 @@ fn run(inner: &Arc<DbInner>) {
         };
         if let Err(e) = rewrite(inner, number) {
             if !inner.shutting_down.load(Ordering::Acquire) {
-                inner.lock_state().bg_error.get_or_insert(e);
+                inner.set_error(&mut inner.lock_state(), &e);
             }
         }
     }
@@ -157,7 +161,9 @@ pub(crate) fn collect_now(inner: &Arc<DbInner>) -> Result<usize> {
 /// The blob file most worth rewriting, if one's live fraction is below the threshold.
 fn pick(inner: &DbInner, state: &super::DbState) -> Option<u64> {
     let version = state.versions.current();
-    let queued = |n: u64| state.blob_gc.to_remove.iter().any(|&(r, _)| r == n);
+    let queued = |n: u64| {
+        state.blob_gc.removing.contains(&n) || state.blob_gc.to_remove.iter().any(|&(r, _)| r == n)
+    };
     version
         .blob_files
         .values()
@@ -364,7 +370,7 @@ fn relocate(inner: &Arc<DbInner>, moves: &[Move]) -> Result<(SeqNo, u64)> {
             }
         }
         Err(e) => {
-            state.bg_error.get_or_insert_with(|| e.clone());
+            inner.set_error(&mut state, e);
         }
     }
     state.writers.pop_front();

@@ -91,7 +91,7 @@ impl DbInner {
     /// Records a failed blob write: like a failed log write, it stops every later write.
     fn blob_write_failed(&self, e: &Error) {
         let mut state = self.lock_state();
-        state.bg_error.get_or_insert_with(|| e.clone());
+        self.set_error(&mut state, e);
     }
 
     /// `batch` with every value of at least `Options::blob_threshold` bytes appended to the

@@ -649,6 +649,14 @@ impl DbInner {
         }));
     }
 
+    /// Keeps `e` as the database's error if it is the first (every later write fails with it),
+    /// and wakes every thread waiting on background work, so that none waits for work that
+    /// will not come. Requires the state mutex (the caller passes the state it guards).
+    pub(crate) fn set_error(&self, state: &mut DbState, e: &Error) {
+        state.bg_error.get_or_insert_with(|| e.clone());
+        self.bg_done.notify_all();
+    }
+
     /// Wakes the background thread (taking the state mutex briefly).
     pub(crate) fn wake_background(&self) {
         let _state = self.lock_state();

@@ -187,7 +187,7 @@ fn lead_group(
                 inner,
                 "write failed; the database accepts no more writes: {e}"
             );
-            state.bg_error.get_or_insert_with(|| e.clone());
+            inner.set_error(&mut state, e);
         }
     }
     for _ in 0..members {
