@@ -190,7 +190,10 @@ impl Db {
         ];
         for (mem, found) in mems {
             match mem.and_then(|m| m.get(user_key, snapshot)) {
-                Some(MemLookup::Value(v)) => return Some((v.to_vec(), found)),
+                // (The model writes no blob pointers; a pointer is a value to this model.)
+                Some(MemLookup::Value(v) | MemLookup::BlobPointer(v)) => {
+                    return Some((v.to_vec(), found))
+                }
                 Some(MemLookup::Deleted) => return None,
                 None => {}
             }
