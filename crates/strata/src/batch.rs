@@ -37,6 +37,9 @@ pub struct WriteBatch {
     /// The encoded batch. Invariant: at least `BATCH_HEADER_LEN` bytes, and the count in the
     /// header is the number of operations that follow.
     rep: Vec<u8>,
+    /// Some operation is a blob pointer: set where one can come in (`put_blob_pointer`,
+    /// `decode`, `append`), so the write path need not decode the batch to ask.
+    blob_pointers: bool,
 }
 
 impl Default for WriteBatch {
@@ -70,6 +73,7 @@ impl WriteBatch {
     pub fn new() -> Self {
         WriteBatch {
             rep: vec![0; BATCH_HEADER_LEN],
+            blob_pointers: false,
         }
     }
 
@@ -78,7 +82,10 @@ impl WriteBatch {
     pub fn with_capacity(bytes: usize) -> Self {
         let mut rep = Vec::with_capacity(BATCH_HEADER_LEN + bytes);
         rep.resize(BATCH_HEADER_LEN, 0);
-        WriteBatch { rep }
+        WriteBatch {
+            rep,
+            blob_pointers: false,
+        }
     }
 
     /// Adds `key → value`.
@@ -97,6 +104,7 @@ impl WriteBatch {
         let mut encoded = [0u8; crate::blob::BlobPointer::MAX_ENCODED_LEN];
         let len = pointer.encode_into(&mut encoded);
         self.set_count(self.count() + 1);
+        self.blob_pointers = true;
         self.rep.push(ValueKind::BlobPointer as u8);
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, &encoded[..len]);
@@ -104,8 +112,7 @@ impl WriteBatch {
 
     /// True if some operation puts a value kept in a blob file.
     pub(crate) fn has_blob_pointers(&self) -> bool {
-        self.iter()
-            .any(|op| op.is_ok_and(|op| op.kind == ValueKind::BlobPointer))
+        self.blob_pointers
     }
 
     /// Adds a deletion of `key`.
@@ -119,6 +126,7 @@ impl WriteBatch {
     pub fn clear(&mut self) {
         self.rep.clear();
         self.rep.resize(BATCH_HEADER_LEN, 0);
+        self.blob_pointers = false;
     }
 
     /// The number of operations.
@@ -162,14 +170,17 @@ impl WriteBatch {
                 "log record too small for a write batch",
             ));
         }
-        let batch = WriteBatch {
+        let mut batch = WriteBatch {
             rep: record.to_vec(),
+            blob_pointers: false,
         };
         let mut found = 0u32;
+        let mut blob_pointers = false;
         for op in batch.iter() {
-            op?;
+            blob_pointers |= op?.kind == ValueKind::BlobPointer;
             found += 1;
         }
+        batch.blob_pointers = blob_pointers;
         if found != batch.count() {
             return Err(Error::corruption(
                 "",
@@ -187,6 +198,7 @@ impl WriteBatch {
     pub fn append(&mut self, other: &WriteBatch) {
         self.set_count(self.count() + other.count());
         self.rep.extend_from_slice(&other.rep[BATCH_HEADER_LEN..]);
+        self.blob_pointers |= other.blob_pointers;
     }
 
     /// The operations in order.
