@@ -258,6 +258,40 @@ impl Harness {
         self.faults.injected() > 0
     }
 
+    /// Blob garbage is never over-counted: in every blob file the bytes not counted as
+    /// garbage are at least the bytes of the newest values it holds, and together they hold at
+    /// least every large value of the model. (Under-counting is possible: a value appended
+    /// whose write then failed or was lost in a crash is never anyone's, nor counted.)
+    fn check_blob_accounting(&self) {
+        if !self.blobs || self.uncertain.is_some() {
+            return;
+        }
+        let listing = self.db().property("strata.blob-files").unwrap_or_default();
+        let mut not_garbage = 0u64;
+        for line in listing.lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            let value_bytes: u64 = f[2].parse().expect("a number");
+            let garbage: u64 = f[3].parse().unwrap_or(0);
+            assert!(
+                garbage <= value_bytes,
+                "blob file {} counts {garbage} bytes of garbage of {value_bytes}",
+                f[0]
+            );
+            not_garbage += value_bytes - garbage;
+        }
+        let live: u64 = self
+            .model
+            .values()
+            .filter(|v| v.len() >= 100)
+            .map(|v| v.len() as u64)
+            .sum();
+        assert!(
+            not_garbage >= live,
+            "blob files hold {not_garbage} bytes not counted as garbage, but {live} bytes of \
+             large values are live:\n{listing}"
+        );
+    }
+
     fn key(input: &mut Input<'_>) -> Vec<u8> {
         format!("key{:02}", input.next() % OPS_KEYS).into_bytes()
     }
@@ -509,6 +543,7 @@ impl Harness {
                         "a blob collection failed with no fault injected: {e}"
                     );
                 }
+                self.check_blob_accounting();
             }
             9 => {
                 let how =

@@ -84,9 +84,11 @@ pub struct Options {
     /// through. A database that has used blob files can no longer be opened by LevelDB (it
     /// refuses it with an error). Default: `None`, every value in the tree, as LevelDB keeps it.
     pub blob_threshold: Option<usize>,
-    /// The size at which a blob file is closed: the memtable is switched (and flushed) when its
-    /// blob file reaches it, which also bounds what opening after a crash has to check.
-    /// Default: 64 MiB; clamped to [1 MiB, 1 GiB].
+    /// The size at which a blob file is closed and the next one started. The memtable is
+    /// switched (and flushed) after four files' worth of values, which bounds what opening
+    /// after a crash has to check. Garbage collection rewrites whole files, so smaller files
+    /// reclaim space sooner; writers of large values wait while more than one file's worth of
+    /// garbage is left to reclaim. Default: 16 MiB; clamped to [1 MiB, 1 GiB].
     pub blob_file_size: usize,
     /// Compression of values in blob files (kept only when it saves more than 12.5%).
     /// Default: none, as large values are often compressed already.
@@ -116,7 +118,7 @@ impl Default for Options {
             env: Arc::new(PosixEnv),
             reuse_logs: false,
             blob_threshold: None,
-            blob_file_size: 64 << 20,
+            blob_file_size: 16 << 20,
             blob_compression: Compression::None,
             blob_gc_live_ratio: 0.75,
         }

@@ -352,39 +352,213 @@ fn blob_files(db: &Db) -> Vec<(u64, u64, Option<u64>)> {
         .collect()
 }
 
+/// The garbage bytes `strata.blob-files` reports for blob file `file`.
+fn garbage_of(db: &Db, file: u64) -> u64 {
+    let files = blob_files(db);
+    let f = files.iter().find(|f| f.0 == file);
+    f.unwrap_or_else(|| panic!("blob file {file} not in {files:?}"))
+        .2
+        .expect("flushed")
+}
+
+/// Options under which no blob file is ever rewritten, so that counts stay put.
+fn no_gc_options(env: &MemEnv) -> Options {
+    Options {
+        blob_gc_live_ratio: 0.0,
+        ..options(env)
+    }
+}
+
 #[test]
-fn compaction_counts_the_values_it_drops_against_their_blob_files() {
+fn a_flush_counts_each_value_its_entries_supersede_once() {
     let env = MemEnv::new();
-    let db = Db::open("/db", options(&env)).unwrap();
+    let db = Db::open("/db", no_gc_options(&env)).unwrap();
     let first = put_large(&db, 0, 20, false);
     let pending = blob_files(&db);
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].2, None, "not flushed yet");
     db.compact_range(None, None).unwrap();
-    let flushed = blob_files(&db);
-    assert_eq!(flushed.len(), 1);
-    let (file, value_bytes, garbage) = flushed[0];
+    let (file, value_bytes, garbage) = blob_files(&db)[0];
     assert_eq!(garbage, Some(0));
     assert!(value_bytes >= 20 * 20_000);
-    // Overwrite half the keys, and delete a quarter: once compaction drops the old entries,
-    // their values are garbage in the first file.
+
+    // A snapshot does not delay the count: rewriting keeps the file while it can be read.
+    let snapshot = db.snapshot();
+    // Overwrite 10 keys with small values, delete 5, and write key 15 twice in one memtable
+    // (its first new value is superseded before it is ever flushed).
     for (k, _) in first.iter().take(10) {
         db.put(&WriteOptions::default(), k, b"small now").unwrap();
     }
     for (k, _) in first.iter().skip(10).take(5) {
         db.delete(&WriteOptions::default(), k).unwrap();
     }
+    put_large(&db, 15, 1, false);
+    let newest = value(99, 20_000);
+    db.put(&WriteOptions::default(), &key(15), &newest).unwrap();
+    let second = blob_files(&db).iter().find(|f| f.2.is_none()).unwrap().0;
+    // A flush alone counts it: nothing is compacted over the range first.
+    db.compact_range(Some(b"nothing here"), Some(b"nothing here"))
+        .unwrap();
+    assert_eq!(garbage_of(&db, file), 16 * 20_000);
+    assert_eq!(garbage_of(&db, second), 20_000);
+    // Compactions that then drop the old entries count nothing again.
     db.compact_range(None, None).unwrap();
-    let after = blob_files(&db);
-    let garbage = after.iter().find(|f| f.0 == file).unwrap().2.unwrap();
-    assert_eq!(garbage, 15 * 20_000);
+    drop(snapshot);
+    db.compact_range(None, None).unwrap();
+    assert_eq!(garbage_of(&db, file), 16 * 20_000);
+    assert_eq!(garbage_of(&db, second), 20_000);
+    assert_eq!(
+        db.get(&ReadOptions::default(), &key(15)).unwrap(),
+        Some(newest)
+    );
     // The counts survive a reopen (they are in the MANIFEST).
     drop(db);
-    let db = Db::open("/db", options(&env)).unwrap();
-    assert_eq!(
-        blob_files(&db).iter().find(|f| f.0 == file).unwrap().2,
-        Some(15 * 20_000)
+    let db = Db::open("/db", no_gc_options(&env)).unwrap();
+    assert_eq!(garbage_of(&db, file), 16 * 20_000);
+    assert_eq!(garbage_of(&db, second), 20_000);
+}
+
+#[test]
+fn recovery_counts_superseded_values_once_across_the_tables_it_writes() {
+    let env = MemEnv::new();
+    let db = Db::open("/db", no_gc_options(&env)).unwrap();
+    put_large(&db, 0, 4, false);
+    db.compact_range(None, None).unwrap();
+    let file = blob_files(&db)[0].0;
+    // Unflushed: key 0 overwritten three times, far enough apart that a replay with a small
+    // write buffer flushes a table between each; filler keys have small values.
+    let filler = |db: &Db, round: u32| {
+        for i in 0..400 {
+            let k = format!("filler{round}-{i:04}");
+            db.put(&WriteOptions::default(), k.as_bytes(), &[b'f'; 300])
+                .unwrap();
+        }
+    };
+    for round in 0..3 {
+        db.put(
+            &WriteOptions::default(),
+            &key(0),
+            &value(100 + round, 20_000),
+        )
+        .unwrap();
+        filler(&db, round);
+    }
+    db.put(&WriteOptions::default(), &key(1), b"small").unwrap();
+    let second = blob_files(&db).iter().find(|f| f.2.is_none()).unwrap().0;
+    drop(db); // the memtable is not flushed: the next open replays the log
+    let small_buffer = Options {
+        write_buffer_size: 64 << 10,
+        ..no_gc_options(&env)
+    };
+    let db = Db::open("/db", small_buffer.clone()).unwrap();
+    assert!(
+        db.property("leveldb.num-files-at-level0")
+            .unwrap()
+            .parse::<u32>()
+            .unwrap()
+            + db.property("leveldb.num-files-at-level1")
+                .unwrap()
+                .parse::<u32>()
+                .unwrap()
+            >= 3,
+        "the replay wrote several tables"
     );
+    // Key 0's and key 1's first values, in the first file; key 0's first two new values, in
+    // the second: each once.
+    assert_eq!(garbage_of(&db, file), 2 * 20_000);
+    assert_eq!(garbage_of(&db, second), 2 * 20_000);
+    assert_eq!(
+        db.get(&ReadOptions::default(), &key(0)).unwrap(),
+        Some(value(102, 20_000))
+    );
+    drop(db);
+    let db = Db::open("/db", small_buffer).unwrap();
+    assert_eq!(garbage_of(&db, file), 2 * 20_000);
+    assert_eq!(garbage_of(&db, second), 2 * 20_000);
+}
+
+/// For each blob file of the version: its value bytes not counted as garbage, and the bytes
+/// of its records that are still their key's value (values are unique, so a record is live
+/// if and only if a read returns exactly its value).
+fn counted_and_true_live(db: &Db, env: &MemEnv) -> Vec<(u64, u64, u64)> {
+    blob_files(db)
+        .into_iter()
+        .filter_map(|(number, value_bytes, garbage)| {
+            let garbage = garbage?;
+            let path = Path::new("/db").join(format!("{number:06}.blob"));
+            let mut scanner = strata::blob::BlobScanner::open(env, &path).unwrap();
+            let mut live = 0;
+            while let Some(record) = scanner.next() {
+                let record = record.unwrap();
+                let value = record.value(&path).unwrap();
+                if db.get(&ReadOptions::default(), &record.key).unwrap() == Some(value) {
+                    live += record.pointer.len;
+                }
+            }
+            Some((number, value_bytes - garbage, live))
+        })
+        .collect()
+}
+
+#[test]
+fn garbage_counts_stay_exact_through_overwrites_deletes_collection_and_reopens() {
+    for seed in 1..=8 {
+        exact_garbage_counts(seed);
+    }
+}
+
+fn exact_garbage_counts(seed: u64) {
+    let env = MemEnv::new();
+    let open = || {
+        Db::open(
+            "/db",
+            Options {
+                write_buffer_size: 64 << 10,
+                ..gc_options(&env)
+            },
+        )
+        .unwrap()
+    };
+    let mut db = open();
+    let mut rng = 0x5eed_u64 * seed;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut written = 0u32;
+    for round in 0..6 {
+        for _ in 0..150 {
+            let k = key((next() % 120) as u32);
+            match next() % 10 {
+                0 => db.delete(&WriteOptions::default(), &k).unwrap(),
+                1 => db.put(&WriteOptions::default(), &k, b"small").unwrap(),
+                _ => {
+                    written += 1;
+                    let v = value(written, 5_000 + (next() % 20_000) as usize);
+                    db.put(&WriteOptions::default(), &k, &v).unwrap();
+                }
+            }
+        }
+        if round % 2 == 1 {
+            // The memtable is not flushed: the open replays it and counts its garbage.
+            drop(db);
+            db = open();
+        }
+    }
+    // Everything flushed, and collected: the counts then cover every superseded value.
+    db.compact_range(None, None).unwrap();
+    db.collect_blob_garbage().unwrap();
+    db.compact_range(None, None).unwrap();
+    let files = counted_and_true_live(&db, &env);
+    assert!(files.len() > 1);
+    for (number, counted_live, true_live) in files {
+        assert_eq!(
+            counted_live, true_live,
+            "seed {seed}, blob file {number}: value bytes less counted garbage vs bytes still live"
+        );
+    }
 }
 
 /// The bytes of the blob files in the directory.
@@ -448,9 +622,9 @@ fn a_snapshot_and_a_cursor_keep_the_blob_files_they_can_read() {
     let b_old = put_large(&db, 20, 20, false);
     db.compact_range(None, None).unwrap();
     let first = blob_files(&db)[0].0;
-    // A is overwritten before the snapshot, B after it: compaction drops A's old values (no
-    // snapshot can see them), which makes the first file half garbage, but must keep B's old
-    // values, which only the snapshot and the cursor can see.
+    // A is overwritten before the snapshot, B after it. The flush counts both as garbage
+    // (nothing in the first file is anyone's newest value any more), but B's old values stay
+    // readable through the snapshot and the cursor.
     for (k, _) in &a_old {
         db.put(&WriteOptions::default(), k, b"a, small now")
             .unwrap();
@@ -469,7 +643,7 @@ fn a_snapshot_and_a_cursor_keep_the_blob_files_they_can_read() {
         .unwrap()
         .2
         .unwrap();
-    assert_eq!(garbage, 20 * 20_000, "A's old values are garbage");
+    assert_eq!(garbage, 40 * 20_000, "A's and B's old values are garbage");
     // The collector rewrites the first file (nothing in it is anyone's newest value), but the
     // file stays while the snapshot and the cursor can read it.
     std::thread::sleep(std::time::Duration::from_millis(600));

@@ -312,6 +312,11 @@ fn dump_edit(offset: u64, record: &[u8], d: &mut Dumper) -> Result<(), CliError>
             "  blob file {number:06}: {bytes} more bytes of values no entry reaches"
         ))?;
     }
+    for (number, log) in &edit.blob_tombstones {
+        d.line(format_args!(
+            "  tombstone for blob file {number:06}: log {log:06} and older may point into it"
+        ))?;
+    }
     Ok(())
 }
 

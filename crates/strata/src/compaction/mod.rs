@@ -34,8 +34,6 @@ pub(crate) struct Compaction {
     overlapped_bytes: u64,
     // State of `is_base_level_for_key`: per level, the file index reached so far.
     level_ptrs: [usize; NUM_LEVELS],
-    /// Value bytes of blob pointers the compaction dropped, by blob file.
-    pub(crate) blob_garbage: std::collections::BTreeMap<u64, u64>,
 }
 
 impl Compaction {

@@ -201,7 +201,6 @@ fn setup_other_inputs(
         seen_key: false,
         overlapped_bytes: 0,
         level_ptrs: [0; NUM_LEVELS],
-        blob_garbage: Default::default(),
     }
 }
 

@@ -16,6 +16,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
 
+use super::blobs::{newest_older_pointer, superseded_blob_values};
 use super::open::info;
 use super::write::{make_room_for_write, wait_for_background, PendingWrite};
 use super::{DbInner, DbState, ManualCompaction};
@@ -175,22 +176,33 @@ pub(crate) fn build_table(
     result.map(Some)
 }
 
-/// Writes `mem` to a new table while holding the state mutex (used during recovery, when
-/// nothing else runs).
+/// Writes `mem` to a new level-0 table while holding the state mutex (used during recovery,
+/// when nothing else runs), and adds it and the blob garbage it makes to `edit`, which holds
+/// the tables recovery wrote before (not in the version yet).
 pub(crate) fn write_level0_table(
     inner: &DbInner,
     state: &mut DbState,
     mem: &Arc<MemTable>,
-) -> Result<Option<FileMetaData>> {
+    edit: &mut VersionEdit,
+) -> Result<()> {
     let number = state.versions.new_file_number();
     let start = Instant::now();
     let meta = build_table(inner, number, &mut mem.iter())?;
-    if let Some(m) = &meta {
+    let base = state.versions.current();
+    if mem.holds_blob_pointers() || !base.blob_files.is_empty() {
+        let earlier: Vec<FileMetaData> = edit.new_files.iter().map(|(_, m)| m.clone()).collect();
+        let garbage = superseded_blob_values(&inner.icmp, mem, |key| {
+            newest_older_pointer(inner, None, &base, &earlier, key)
+        })?;
+        edit.blob_garbage.extend(garbage);
+    }
+    if let Some(m) = meta {
         state.stats[0].micros += start.elapsed().as_micros() as u64;
         state.stats[0].bytes_written += m.file_size;
         info!(inner, "level-0 table {number}: {} bytes", m.file_size);
+        edit.new_files.push((0, m));
     }
-    Ok(meta)
+    Ok(())
 }
 
 /// Flushes the immutable memtable to a table and installs it.
@@ -206,17 +218,30 @@ fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guard<'a
     let start = Instant::now();
     // The memtable's blob files are synced before the table that points into them is
     // installed: a pointer in a table always reaches a durable value.
-    let built = build_table(inner, number, &mut imm.iter())
-        .and_then(|meta| Ok((meta, inner.sync_sealed_blob_files()?)));
+    let built = build_table(inner, number, &mut imm.iter()).and_then(|meta| {
+        let blob_files = inner.sync_sealed_blob_files()?;
+        // Blob garbage is counted here, when the entries that supersede pointers reach a
+        // table (see `superseded_blob_values`), not when compaction drops the old entries:
+        // that may be late, or never, and a snapshot held meanwhile would hide it.
+        let garbage = if imm.holds_blob_pointers() || !base.blob_files.is_empty() {
+            superseded_blob_values(&inner.icmp, &imm, |key| {
+                newest_older_pointer(inner, None, &base, &[], key)
+            })?
+        } else {
+            Vec::new()
+        };
+        Ok((meta, blob_files, garbage))
+    });
     let mut state = inner.lock_state();
     state.pending_outputs.remove(&number);
     let mut edit = VersionEdit::default();
     let mut blob_numbers = Vec::new();
-    let prepared = built.map(|(meta, blob_files)| {
+    let prepared = built.map(|(meta, blob_files, garbage)| {
         for b in &blob_files {
             blob_numbers.push(b.number);
         }
         edit.new_blob_files = blob_files;
+        edit.blob_garbage = garbage;
         let mut level = 0;
         if let Some(meta) = meta {
             // While a compaction runs, its outputs may span gaps between its inputs, so a
@@ -247,6 +272,11 @@ fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guard<'a
     match result {
         Ok(()) => {
             state.imm = None;
+            // The flushed part of the collector's estimate is counted for good now; the
+            // collector estimates the rest again.
+            state.blob_gc.flushes += 1;
+            state.blob_gc.unflushed_garbage.clear();
+            inner.blob_gc_work.notify_all();
             for n in &blob_numbers {
                 state.pending_outputs.remove(n);
             }
@@ -271,6 +301,12 @@ fn apply_blob_changes<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guar
     let Some(mut edit) = state.blob_gc.take_due(inner.snapshots.oldest()) else {
         return state;
     };
+    // The logs not flushed yet may point into the files removed: recovery must know them.
+    edit.blob_tombstones = edit
+        .deleted_blob_files
+        .iter()
+        .map(|&n| (n, state.log_number))
+        .collect();
     let (mut state, result) = log_and_apply_unlocked(inner, state, &mut edit);
     state.blob_gc.removing.clear();
     match result {
@@ -284,6 +320,29 @@ fn apply_blob_changes<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guar
         Err(e) => record_error(inner, &mut state, e),
     }
     state
+}
+
+/// At close, once no other thread runs: logs the blob garbage the collector counted and the
+/// removals that are due, which would otherwise be lost (garbage it counted is known nowhere
+/// else). A file it had asked to add is left out: its rewrite was abandoned, nothing points
+/// into it, and the next open deletes it.
+pub(crate) fn log_blob_changes_at_close(inner: &DbInner) {
+    let mut state = inner.lock_state();
+    if state.bg_error.is_some() || inner.read_only {
+        return;
+    }
+    state.blob_gc.to_add.clear();
+    let Some(mut edit) = state.blob_gc.take_due(inner.snapshots.oldest()) else {
+        return;
+    };
+    edit.blob_tombstones = edit
+        .deleted_blob_files
+        .iter()
+        .map(|&n| (n, state.log_number))
+        .collect();
+    if let Err(e) = state.versions.log_and_apply(&mut edit) {
+        info!(inner, "could not log blob changes at close: {e}");
+    }
 }
 
 /// Runs one step of the manual compaction in `state.manual`.
@@ -388,10 +447,6 @@ fn run_compaction<'a>(
             for o in outputs {
                 c.edit.new_files.push((c.level + 1, o));
             }
-            c.edit.blob_garbage = std::mem::take(&mut c.blob_garbage).into_iter().collect();
-            if !c.edit.blob_garbage.is_empty() {
-                inner.blob_gc_work.notify_all();
-            }
             let (s, applied) = log_and_apply_unlocked(inner, state, &mut c.edit);
             state = s;
             match applied {
@@ -490,13 +545,6 @@ fn compaction_work(
                     && parsed.seqno <= smallest_snapshot
                     && c.is_base_level_for_key(parsed.user_key));
             last_seqno_for_key = parsed.seqno;
-            if drop && parsed.kind == ValueKind::BlobPointer {
-                // The value this entry points to is garbage now: count it against its file,
-                // to guide blob garbage collection.
-                if let Some(p) = crate::blob::BlobPointer::decode(input.value()) {
-                    *c.blob_garbage.entry(p.file).or_default() += p.len;
-                }
-            }
             if !drop {
                 if current.is_none() {
                     current = Some(open_output(inner)?);

@@ -5,30 +5,40 @@
 //! One thread per database (started when the database has or may get blob files) does the
 //! rewrites:
 //!
-//! 1. Pick the blob file of the current version with the most garbage, as compaction counted
-//!    it, if its live fraction is below the threshold.
-//! 2. Read it from the front; for each record, ask the tree whether the record is still its
+//! 1. Pick the blob files of the current version whose live fraction is below the threshold,
+//!    lowest first, as many as fit one new file. Their garbage is what flushes counted (see
+//!    `blobs::superseded_blob_values`) plus this thread's estimate of what the unflushed
+//!    memtables make (`estimate_unflushed_garbage`).
+//! 2. Read them from the front; for each record, ask the tree whether the record is still its
 //!    key's newest value (the newest entry for the key is a pointer to exactly this record).
-//!    Copy the live ones to a new blob file and sync it.
+//!    Copy the live ones to one new blob file and sync it.
 //! 3. Have the background thread add the new file to the version (before any pointer to it
 //!    exists, so that a table can never point into a file the version does not list).
 //! 4. Write the new pointers through the writer queue, alone, each only if its key still points
 //!    at the old record, as one synced batch. Copies whose key changed meanwhile are counted
 //!    as garbage of the new file.
-//! 5. Hand the old file to the background thread for removal once no snapshot older than the
-//!    batch remains (older snapshots may still read the old pointers). Cursors and reads keep
-//!    the version they started with, and with it the old file, until they end.
+//!    With nothing to move, sync the logs all the same: the writes that made the dropped values
+//!    dead must be durable before the values go.
+//! 5. Hand the old files to the background thread for removal once no snapshot older than the
+//!    batch remains (older snapshots may still read the old pointers), with a tombstone for
+//!    recovery (see `VersionEdit::blob_tombstones`). Cursors and reads keep the version they
+//!    started with, and with it the old files, until they end.
+//!
+//! Writers of large values wait while the garbage left to reclaim exceeds one blob file
+//! (`DbInner::wait_for_blob_gc`), so that the collector keeps up.
 //!
 //! The MANIFEST stays the background thread's alone: this thread only queues changes in
 //! [`BlobGcState`] and waits for them.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::blobs::{newest_older_pointer, superseded_blob_values};
 use super::open::info;
-use super::write::{append_to_log, PendingWrite};
+use super::write::{append_to_log, sync_log, PendingWrite};
 use super::DbInner;
 use crate::batch::WriteBatch;
 use crate::blob::{BlobFileWriter, BlobPointer, BlobScanner};
@@ -52,8 +62,15 @@ pub(crate) struct BlobGcState {
     /// Files whose removal the background thread is logging: still in the current version
     /// until it is installed, and not to be picked again.
     pub(crate) removing: std::collections::BTreeSet<u64>,
-    /// The file being rewritten.
-    pub(crate) rewriting: Option<u64>,
+    /// The files being rewritten (together, into one new file); empty when none is.
+    pub(crate) rewriting: Vec<u64>,
+    /// Garbage that entries not yet flushed make, by blob file, as the collector last
+    /// estimated it (see `estimate_unflushed_garbage`). Not durable; a flush clears it, as it
+    /// counts its own part for good.
+    pub(crate) unflushed_garbage: BTreeMap<u64, u64>,
+    /// Flushes installed since the database opened: an estimate made across a flush is
+    /// dropped.
+    pub(crate) flushes: u64,
 }
 
 impl BlobGcState {
@@ -99,7 +116,12 @@ pub(crate) fn start(inner: &Arc<DbInner>) -> JoinHandle<()> {
 const POLL: Duration = Duration::from_millis(200);
 
 fn run(inner: &Arc<DbInner>) {
+    let mut pace = EstimatePace::default();
     while !inner.shutting_down.load(Ordering::Acquire) {
+        if let Err(e) = estimate_unflushed_garbage(inner, &mut pace) {
+            // Only a guide is lost; the next estimate tries again.
+            info!(inner, "estimating unflushed blob garbage failed: {e}");
+        }
         let picked = {
             let state = inner.lock_state();
             // A removal waits for snapshots, and releasing one wakes nobody: look here.
@@ -109,14 +131,14 @@ fn run(inner: &Arc<DbInner>) {
             drop(state);
             claim(inner)
         };
-        let Some(number) = picked else {
+        let Some(numbers) = picked else {
             let state = inner.lock_state();
             if !inner.shutting_down.load(Ordering::Acquire) {
                 let _ = inner.blob_gc_work.wait_timeout(state, POLL);
             }
             continue;
         };
-        if let Err(e) = rewrite(inner, number) {
+        if let Err(e) = rewrite(inner, &numbers) {
             if !inner.shutting_down.load(Ordering::Acquire) {
                 inner.set_error(&mut inner.lock_state(), &e);
             }
@@ -124,57 +146,206 @@ fn run(inner: &Arc<DbInner>) {
     }
 }
 
-/// Picks a blob file to rewrite and claims it, unless a rewrite is under way (one at a time).
-fn claim(inner: &DbInner) -> Option<u64> {
+/// When the collector last estimated unflushed garbage, and how long that took.
+#[derive(Default)]
+struct EstimatePace {
+    appended_bytes: u64,
+    flushes: u64,
+    not_before: Option<Instant>,
+}
+
+/// Estimates the garbage that writes not yet flushed make (the values their entries supersede,
+/// as a flush would count them), so that the collector can reclaim it before the memtables
+/// holding those writes are flushed, and so that writers wait for it when it is far behind.
+/// Runs after each quarter file of blob bytes or a flush, taking at most a tenth of the
+/// collector's time (it reads every entry of the memtables).
+fn estimate_unflushed_garbage(inner: &DbInner, pace: &mut EstimatePace) -> Result<()> {
+    let appended = inner.blob_appended_bytes.load(Ordering::Relaxed);
+    let flushes = inner.lock_state().blob_gc.flushes;
+    let quarter = (inner.options.blob_file_size / 4) as u64;
+    let due = flushes != pace.flushes || appended >= pace.appended_bytes + quarter;
+    if !due || pace.not_before.is_some_and(|t| Instant::now() < t) {
+        return Ok(());
+    }
+    // The flush count was read first: the view is at least as new.
+    let view = inner.view.load_full();
+    let start = Instant::now();
+    let mut estimate: BTreeMap<u64, u64> = BTreeMap::new();
+    let imm = view.imm.as_ref().filter(|m| m.holds_blob_pointers());
+    if let Some(imm) = imm {
+        let garbage = superseded_blob_values(&inner.icmp, imm, |key| {
+            newest_older_pointer(inner, None, &view.version, &[], key)
+        })?;
+        for (file, bytes) in garbage {
+            *estimate.entry(file).or_default() += bytes;
+        }
+    }
+    if view.mem.holds_blob_pointers() {
+        let garbage = superseded_blob_values(&inner.icmp, &view.mem, |key| {
+            newest_older_pointer(inner, view.imm.as_deref(), &view.version, &[], key)
+        })?;
+        for (file, bytes) in garbage {
+            *estimate.entry(file).or_default() += bytes;
+        }
+    }
+    pace.appended_bytes = appended;
+    pace.flushes = flushes;
+    pace.not_before = Some(Instant::now() + start.elapsed() * 9);
     let mut state = inner.lock_state();
-    if state.bg_error.is_some() || state.blob_gc.rewriting.is_some() {
+    if state.blob_gc.flushes == flushes {
+        state.blob_gc.unflushed_garbage = estimate;
+        inner.refresh_blob_gc_behind(&state);
+    }
+    Ok(())
+}
+
+/// Picks blob files to rewrite and claims them, unless a rewrite is under way (one at a time).
+fn claim(inner: &DbInner) -> Option<Vec<u64>> {
+    let mut state = inner.lock_state();
+    if state.bg_error.is_some() || !state.blob_gc.rewriting.is_empty() {
         return None;
     }
-    let number = pick(inner, &state)?;
-    state.blob_gc.rewriting = Some(number);
-    Some(number)
+    let numbers = pick(inner, &state);
+    if numbers.is_empty() {
+        return None;
+    }
+    state.blob_gc.rewriting.clone_from(&numbers);
+    Some(numbers)
 }
 
 /// Rewrites, in the caller's thread, every blob file whose live fraction is below the
-/// threshold now (waiting for a rewrite under way in the collector's thread first). Returns how
-/// many it rewrote.
+/// threshold now (waiting for a rewrite under way in the collector's thread first), and waits
+/// until the rewritten files have left the version (unless a snapshot still reads them).
+/// Returns how many it rewrote.
 pub(crate) fn collect_now(inner: &Arc<DbInner>) -> Result<usize> {
     let mut rewritten = 0;
     loop {
-        {
+        let numbers = {
             let mut state = inner.lock_state();
-            while state.blob_gc.rewriting.is_some() && state.bg_error.is_none() {
+            loop {
+                if let Some(e) = &state.bg_error {
+                    return Err(e.clone());
+                }
+                if state.blob_gc.rewriting.is_empty() {
+                    break;
+                }
                 state = inner.bg_done.wait(state).unwrap_or_else(|e| e.into_inner());
             }
-            if let Some(e) = &state.bg_error {
-                return Err(e.clone());
+            let numbers = pick(inner, &state);
+            if numbers.is_empty() {
+                // Wait for the removals that are due to be installed.
+                while state.bg_error.is_none()
+                    && !inner.shutting_down.load(Ordering::Acquire)
+                    && (state.blob_gc.has_due(inner.snapshots.oldest())
+                        || !state.blob_gc.removing.is_empty())
+                {
+                    super::background::maybe_schedule(inner, &state);
+                    state = inner.bg_done.wait(state).unwrap_or_else(|e| e.into_inner());
+                }
+                return match &state.bg_error {
+                    Some(e) => Err(e.clone()),
+                    None => Ok(rewritten),
+                };
             }
-        }
-        let Some(number) = claim(inner) else {
-            return Ok(rewritten);
+            state.blob_gc.rewriting.clone_from(&numbers);
+            numbers
         };
-        rewrite(inner, number)?;
-        rewritten += 1;
+        rewrite(inner, &numbers)?;
+        rewritten += numbers.len();
     }
 }
 
-/// The blob file most worth rewriting, if one's live fraction is below the threshold.
-fn pick(inner: &DbInner, state: &super::DbState) -> Option<u64> {
-    let version = state.versions.current();
-    let queued = |n: u64| {
-        state.blob_gc.removing.contains(&n) || state.blob_gc.to_remove.iter().any(|&(r, _)| r == n)
-    };
-    version
+/// The blob files of the current version the collector may rewrite: live fraction below the
+/// threshold, and not rewritten already (waiting to leave the version), with their live
+/// fractions and garbage (counted, and estimated for unflushed writes).
+fn candidates<'s>(
+    inner: &'s DbInner,
+    state: &'s super::DbState,
+) -> impl Iterator<Item = (f64, u64, &'s crate::version::version::BlobFileState)> + 's {
+    let gc = &state.blob_gc;
+    let queued =
+        move |n: u64| gc.removing.contains(&n) || gc.to_remove.iter().any(|&(r, _)| r == n);
+    state
+        .versions
+        .current_ref()
         .blob_files
         .values()
-        .filter(|b| b.meta.value_bytes > 0 && !queued(b.meta.number))
-        .map(|b| {
-            let live = 1.0 - b.garbage_bytes as f64 / b.meta.value_bytes as f64;
-            (live, b.meta.number)
+        .filter(move |b| b.meta.value_bytes > 0 && !queued(b.meta.number))
+        .map(move |b| {
+            let unflushed = gc.unflushed_garbage.get(&b.meta.number).copied();
+            let garbage = b.garbage_bytes + unflushed.unwrap_or(0);
+            (1.0 - garbage as f64 / b.meta.value_bytes as f64, garbage, b)
         })
-        .filter(|&(live, _)| live < inner.options.blob_gc_live_ratio)
-        .min_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, n)| n)
+        .filter(|&(live, _, _)| live < inner.options.blob_gc_live_ratio)
+}
+
+/// At most this many files are rewritten together.
+const MAX_FILES_PER_REWRITE: usize = 16;
+
+/// The blob files most worth rewriting (lowest live fraction first, among those below the
+/// threshold), as many as fit one new file of `blob_file_size` (at least one): rewriting them
+/// together shares the syncs and MANIFEST writes a rewrite costs.
+fn pick(inner: &DbInner, state: &super::DbState) -> Vec<u64> {
+    let mut found: Vec<(f64, u64, u64)> = candidates(inner, state)
+        .map(|(live, garbage, b)| {
+            let live_bytes = b.meta.value_bytes.saturating_sub(garbage);
+            (live, live_bytes, b.meta.number)
+        })
+        .collect();
+    found.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut picked = Vec::new();
+    let mut live_total = 0;
+    for (_, live_bytes, number) in found.into_iter().take(MAX_FILES_PER_REWRITE) {
+        if !picked.is_empty() && live_total + live_bytes > inner.options.blob_file_size as u64 {
+            break;
+        }
+        live_total += live_bytes;
+        picked.push(number);
+    }
+    picked
+}
+
+/// The garbage the collector has yet to reclaim: what the files it may rewrite hold. Each
+/// rewrite takes its file's share out, so writers waiting for it to fall always see progress.
+/// (Garbage in files above the threshold is not counted: nothing would reclaim it.)
+fn reclaimable_garbage(inner: &DbInner, state: &super::DbState) -> u64 {
+    candidates(inner, state)
+        .map(|(_, garbage, _)| garbage)
+        .sum()
+}
+
+impl DbInner {
+    /// Recomputes `blob_gc_behind`: whether the garbage left to reclaim is over one blob
+    /// file's size. Requires the state mutex (the caller passes the state it guards).
+    pub(crate) fn refresh_blob_gc_behind(&self, state: &super::DbState) {
+        let behind = self.options.blob_threshold.is_some()
+            && reclaimable_garbage(self, state) > self.options.blob_file_size as u64;
+        self.blob_gc_behind.store(behind, Ordering::Relaxed);
+    }
+
+    /// Waits while the collector is behind, so that writers of large values cannot outrun
+    /// it and let garbage grow without bound (as writers wait for compaction when level 0 is
+    /// full). Called by a writer before it joins the writer queue: the collector needs the
+    /// queue to move values.
+    ///
+    /// # Errors
+    /// The database's background error, if it stops the collector.
+    pub(crate) fn wait_for_blob_gc(&self) -> Result<()> {
+        if !self.blob_gc_behind.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let mut state = self.lock_state();
+        while self.blob_gc_behind.load(Ordering::Relaxed)
+            && !self.shutting_down.load(Ordering::Acquire)
+        {
+            if let Some(e) = &state.bg_error {
+                return Err(e.clone());
+            }
+            self.blob_gc_work.notify_all();
+            state = self.bg_done.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        Ok(())
+    }
 }
 
 impl DbInner {
@@ -220,55 +391,64 @@ struct Move {
     to: BlobPointer,
 }
 
-/// Rewrites blob file `number`, which the caller claimed (steps 2 to 5 of the module's
-/// description). The claim ends with it, whatever the outcome.
-fn rewrite(inner: &Arc<DbInner>, number: u64) -> Result<()> {
-    let result = rewrite_claimed(inner, number);
+/// Rewrites blob files `numbers` into one new file; the caller claimed them (steps 2 to 5 of
+/// the module's description). The claim ends with it, whatever the outcome.
+fn rewrite(inner: &Arc<DbInner>, numbers: &[u64]) -> Result<()> {
+    let result = rewrite_claimed(inner, numbers);
     let mut state = inner.lock_state();
-    state.blob_gc.rewriting = None;
+    state.blob_gc.rewriting.clear();
     if let Err(e) = &result {
-        info!(inner, "rewriting blob file {number} failed: {e}");
+        info!(inner, "rewriting blob files {numbers:?} failed: {e}");
     }
+    inner.refresh_blob_gc_behind(&state);
     inner.bg_done.notify_all();
     result
 }
 
-fn rewrite_claimed(inner: &Arc<DbInner>, number: u64) -> Result<()> {
-    let path = filename::blob_file(&inner.dir, number);
-    let mut scanner = BlobScanner::open(&*inner.env, &path)?;
+fn rewrite_claimed(inner: &Arc<DbInner>, numbers: &[u64]) -> Result<()> {
     let mut moves = Vec::new();
     let mut output: Option<BlobFileWriter> = None;
     let mut dead_bytes = 0u64;
-    while let Some(record) = scanner.next() {
-        if inner.shutting_down.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        let record = record?;
-        if !inner.points_to(&record.key, &record.pointer)? {
-            dead_bytes += record.pointer.len;
-            continue;
-        }
-        let out = match &mut output {
-            Some(out) => out,
-            None => {
-                let n = {
-                    let mut state = inner.lock_state();
-                    let n = state.versions.new_file_number();
-                    state.pending_outputs.insert(n);
-                    n
-                };
-                output.insert(BlobFileWriter::create(&*inner.env, &inner.dir, n)?)
+    for &number in numbers {
+        let path = filename::blob_file(&inner.dir, number);
+        let mut scanner = BlobScanner::open(&*inner.env, &path)?;
+        while let Some(record) = scanner.next() {
+            if inner.shutting_down.load(Ordering::Acquire) {
+                return Ok(());
             }
-        };
-        // The value is copied as stored: no decompression, no recompression.
-        let to = out.add_stored(&record.key, &record.stored, record.pointer.compression)?;
-        moves.push(Move {
-            key: record.key,
-            from: record.pointer,
-            to,
-        });
+            let record = record?;
+            if !inner.points_to(&record.key, &record.pointer)? {
+                dead_bytes += record.pointer.len;
+                continue;
+            }
+            let out = match &mut output {
+                Some(out) => out,
+                None => {
+                    let n = {
+                        let mut state = inner.lock_state();
+                        let n = state.versions.new_file_number();
+                        state.pending_outputs.insert(n);
+                        n
+                    };
+                    output.insert(BlobFileWriter::create(&*inner.env, &inner.dir, n)?)
+                }
+            };
+            // The value is copied as stored: no decompression, no recompression.
+            let to = out.add_stored(&record.key, &record.stored, record.pointer.compression)?;
+            moves.push(Move {
+                key: record.key,
+                from: record.pointer,
+                to,
+            });
+        }
     }
-    let mut relocated_seqno = inner.visible_seqno.load(Ordering::Acquire);
+    // Without a new file nothing moves, but the relocation still makes the writes that
+    // superseded the dropped values durable (a synced batch does the same when values move).
+    let (mut relocated_seqno, _) = if output.is_none() {
+        relocate(inner, &[])?
+    } else {
+        (0, 0)
+    };
     if let Some(mut out) = output {
         out.sync()?;
         inner.env.sync_dir(&inner.dir)?;
@@ -288,10 +468,13 @@ fn rewrite_claimed(inner: &Arc<DbInner>, number: u64) -> Result<()> {
         state.pending_outputs.remove(&meta.number);
     }
     let state = &mut *inner.lock_state();
-    state.blob_gc.to_remove.push((number, relocated_seqno + 1));
+    for &number in numbers {
+        state.blob_gc.to_remove.push((number, relocated_seqno + 1));
+    }
     info!(
         inner,
-        "rewrote blob file {number}: {} live values moved, {dead_bytes} bytes of garbage dropped",
+        "rewrote blob files {numbers:?}: {} live values moved, {dead_bytes} bytes of garbage \
+         dropped",
         moves.len()
     );
     super::background::maybe_schedule(inner, state);
@@ -307,13 +490,8 @@ fn add_and_wait(inner: &DbInner, meta: BlobFileMeta) -> Result<()> {
         if let Some(e) = &state.bg_error {
             return Err(e.clone());
         }
-        if inner.shutting_down.load(Ordering::Acquire) {
-            // The background thread has stopped, or is stopping: the file stays out of the
-            // version, and an open deletes it (nothing points into it).
-            return Err(crate::error::Error::not_supported(
-                "the database is closing; blob rewrite abandoned",
-            ));
-        }
+        // Listed first: once it is, the pointers must move to it, closing or not (a listed
+        // file nothing points into would never be counted as garbage).
         if state
             .versions
             .current_ref()
@@ -321,6 +499,13 @@ fn add_and_wait(inner: &DbInner, meta: BlobFileMeta) -> Result<()> {
             .contains_key(&meta.number)
         {
             return Ok(());
+        }
+        if inner.shutting_down.load(Ordering::Acquire) {
+            // The background thread has stopped, or is stopping: the file stays out of the
+            // version, and an open deletes it (nothing points into it).
+            return Err(crate::error::Error::not_supported(
+                "the database is closing; blob rewrite abandoned",
+            ));
         }
         state = inner.bg_done.wait(state).unwrap_or_else(|e| e.into_inner());
     }
@@ -354,6 +539,9 @@ fn relocate(inner: &Arc<DbInner>, moves: &[Move]) -> Result<(SeqNo, u64)> {
             }
         }
         if batch.count() == 0 {
+            // Values the scan found dead may have been superseded by writes not synced yet;
+            // they must outlive the values, which are about to go.
+            sync_log(inner)?;
             return Ok((first_seqno - 1, skipped));
         }
         batch.set_seqno(first_seqno);

@@ -10,17 +10,28 @@
 //! and a flush alone. Lock order: state, then log, then blob writers; a thread holding the blob
 //! writers takes no other lock.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
-use std::sync::MutexGuard;
+use std::sync::{Arc, MutexGuard};
 
 use super::DbInner;
 use crate::batch::WriteBatch;
-use crate::blob::{read_value, BlobFileWriter, BlobPointer, BLOB_HEADER_LEN};
+use crate::blob::{read_value, BlobFileWriter, BlobPointer, BlobScanner};
 use crate::error::{Error, Result};
 use crate::filename;
-use crate::key::ValueKind;
-use crate::version::BlobFileMeta;
+use crate::iter::InternalIterator;
+use crate::key::{
+    append_internal_key, user_key, InternalKeyComparator, ParsedInternalKey, ValueKind, MAX_SEQNO,
+};
+use crate::memtable::{MemLookup, MemTable};
+use crate::table::BlockReadOptions;
+use crate::version::version::{lookup_in_table, TableLookup, Version};
+use crate::version::{BlobFileMeta, FileMetaData};
+
+/// How many blob files' worth of values a memtable takes before it is switched. More files
+/// per memtable mean fewer flushes (each syncs a table, the blob files and the MANIFEST);
+/// files smaller than a memtable's share keep garbage collection fine-grained.
+pub(crate) const BLOB_FILES_PER_MEMTABLE: u64 = 4;
 
 /// The blob files of the memtables not yet flushed.
 #[derive(Debug, Default)]
@@ -29,8 +40,8 @@ pub(crate) struct BlobWriters {
     pub(crate) active: Option<BlobFileWriter>,
     /// A file number set aside for the next active file.
     reserved: Option<u64>,
-    /// Files closed by memtable switches, whose memtables are not flushed yet. The flush syncs
-    /// them and adds them to the version.
+    /// Files closed (full, or at a memtable switch) but not yet listed in the version. The
+    /// next flush syncs them and lists them, with the files of the memtable it flushes.
     pub(crate) sealed: Vec<BlobFileWriter>,
     /// A blob file was created since the directory was last synced: its name would not
     /// survive a power loss yet.
@@ -108,11 +119,13 @@ impl DbInner {
         if !batch.iter().any(|op| op.is_ok_and(|op| large(&op))) {
             return Ok(batch);
         }
+        self.wait_for_blob_gc()?;
         // A blob file that cannot be created stops writes too, as a log that cannot be.
         let mut blobs = self
             .blob_writers_with_active()
             .inspect_err(|e| self.blob_write_failed(e))?;
         let writer = blobs.active.as_mut().expect("opened above");
+        let len_before = writer.len();
         let mut out = WriteBatch::with_capacity(batch.count() as usize * 48);
         let appended = (|| {
             for op in batch.iter() {
@@ -128,9 +141,24 @@ impl DbInner {
             }
             writer.flush()
         })();
-        self.blob_active_bytes
-            .store(writer.len(), Ordering::Relaxed);
+        let appended_now = writer.len() - len_before;
+        // A full file is closed; the next large value starts a new one. It stays with the
+        // sealed files until a flush lists it (every memtable's files are synced by then).
+        if writer.len() >= self.options.blob_file_size as u64 {
+            let full = blobs.active.take().expect("written above");
+            blobs.sealed.push(full);
+        }
+        self.blob_mem_bytes
+            .fetch_add(appended_now, Ordering::Relaxed);
+        let total = self
+            .blob_appended_bytes
+            .fetch_add(appended_now, Ordering::Relaxed);
         drop(blobs);
+        // Every quarter file, the collector re-estimates the garbage of unflushed overwrites.
+        let quarter = (self.options.blob_file_size / 4) as u64;
+        if total / quarter != (total + appended_now) / quarter {
+            self.blob_gc_work.notify_all();
+        }
         if let Err(e) = appended {
             self.blob_write_failed(&e);
             return Err(e);
@@ -145,12 +173,17 @@ impl DbInner {
         if let Some(w) = blobs.active.take() {
             blobs.sealed.push(w);
         }
-        self.blob_active_bytes.store(0, Ordering::Relaxed);
+        self.blob_mem_bytes.store(0, Ordering::Relaxed);
     }
 
-    /// Syncs every sealed blob file (those of the memtable being flushed, and of none newer,
-    /// as only one memtable is immutable at a time) and hands back their descriptions for the
-    /// flush's version edit. The files stay in `sealed` until the edit is applied, so that a
+    /// The blob bytes that fill a memtable: [`BLOB_FILES_PER_MEMTABLE`] files' worth.
+    pub(crate) fn blob_bytes_per_memtable(&self) -> u64 {
+        BLOB_FILES_PER_MEMTABLE * self.options.blob_file_size as u64
+    }
+
+    /// Syncs every sealed blob file (those of the memtable being flushed, and any the current
+    /// memtable filled: a version may list a file before a table points into it) and hands
+    /// back their descriptions for the flush's version edit. The files stay in `sealed` until the edit is applied, so that a
     /// synced write meanwhile still finds them synced.
     pub(crate) fn sync_sealed_blob_files(&self) -> Result<Vec<BlobFileMeta>> {
         // Write the sealed files' data back first without the lock, through handles of our
@@ -205,7 +238,15 @@ impl ReplayedBlobs {
     ///
     /// # Errors
     /// An I/O error reading a blob file (other than its being too short).
-    pub(crate) fn check_batch(&mut self, inner: &DbInner, batch: &WriteBatch) -> Result<bool> {
+    ///
+    /// Pointers into `tombstones` (files garbage collection removed after this log was
+    /// written) are not checked: newer entries supersede every one of them.
+    pub(crate) fn check_batch(
+        &mut self,
+        inner: &DbInner,
+        batch: &WriteBatch,
+        tombstones: &BTreeMap<u64, u64>,
+    ) -> Result<bool> {
         for op in batch.iter() {
             let op = op?;
             if op.kind != ValueKind::BlobPointer {
@@ -213,6 +254,9 @@ impl ReplayedBlobs {
             }
             let pointer =
                 BlobPointer::decode(op.value).expect("WriteBatch::decode checked every pointer");
+            if tombstones.contains_key(&pointer.file) {
+                continue;
+            }
             let path = filename::blob_file(&inner.dir, pointer.file);
             let size = *self
                 .sizes
@@ -233,8 +277,8 @@ impl ReplayedBlobs {
     }
 
     /// Syncs the blob files that replayed pointers reach and the version does not list yet,
-    /// and describes them for the recovery's version edit. (Their value bytes are taken as
-    /// their size less the header: close enough for garbage accounting.)
+    /// and describes them for the recovery's version edit. Their value bytes are summed from
+    /// their records (a torn tail ends them), so that garbage accounting stays exact.
     pub(crate) fn files_to_add(
         &self,
         inner: &DbInner,
@@ -248,12 +292,108 @@ impl ReplayedBlobs {
             let path = filename::blob_file(&inner.dir, number);
             inner.env.new_appendable_file(&path)?.sync()?;
             let file_size = inner.env.file_size(&path)?;
+            let mut value_bytes = 0;
+            let mut scanner = BlobScanner::open(&*inner.env, &path)?;
+            while let Some(record) = scanner.next() {
+                match record {
+                    Ok(r) => value_bytes += r.pointer.len,
+                    // Damage after the values the log reaches (which were all checked): the
+                    // values before it are what the file holds.
+                    Err(e) if e.is_corruption() => break,
+                    Err(e) => return Err(e),
+                }
+            }
             metas.push(BlobFileMeta {
                 number,
                 file_size,
-                value_bytes: file_size.saturating_sub(BLOB_HEADER_LEN),
+                value_bytes,
             });
         }
         Ok(metas)
     }
+}
+
+/// The value bytes, per blob file, that flushing `mem` turns into garbage: every pointer `mem`
+/// holds under a newer entry for the same key, and for each key of `mem`, the newest older
+/// entry (`older(key)`, from the tables) if it is a pointer.
+///
+/// Each pointer is superseded by exactly one entry, the next newer one for its key, and each
+/// entry is flushed exactly once (with its table, in the same version edit), so each pointer's
+/// bytes are counted once. They are counted whether or not a snapshot can still read them:
+/// rewriting keeps the old file until no such snapshot remains.
+pub(crate) fn superseded_blob_values(
+    icmp: &InternalKeyComparator,
+    mem: &Arc<MemTable>,
+    mut older: impl FnMut(&[u8]) -> Result<Option<BlobPointer>>,
+) -> Result<Vec<(u64, u64)>> {
+    let ucmp = icmp.user_comparator();
+    let mut garbage: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut count = |p: BlobPointer| *garbage.entry(p.file).or_default() += p.len;
+    let mut iter = mem.iter();
+    iter.seek_to_first();
+    let mut current: Option<Vec<u8>> = None;
+    while iter.valid() {
+        let parsed = ParsedInternalKey::parse(iter.key())
+            .expect("MemTable invariant: its keys are internal keys it built");
+        let same_key = current
+            .as_deref()
+            .is_some_and(|k| ucmp.compare(parsed.user_key, k).is_eq());
+        if same_key {
+            if parsed.kind == ValueKind::BlobPointer {
+                if let Some(p) = BlobPointer::decode(iter.value()) {
+                    count(p);
+                }
+            }
+        } else {
+            if let Some(p) = older(parsed.user_key)? {
+                count(p);
+            }
+            current = Some(parsed.user_key.to_vec());
+        }
+        iter.next();
+    }
+    Ok(garbage.into_iter().collect())
+}
+
+/// `older` for [`superseded_blob_values`]: the newest entry for a key in `mem` (an older
+/// memtable), else in `tables` (level-0 tables, oldest first, not in `version` yet), else in
+/// `version`, if it is a blob pointer.
+pub(crate) fn newest_older_pointer(
+    inner: &DbInner,
+    mem: Option<&MemTable>,
+    version: &Version,
+    tables: &[FileMetaData],
+    key: &[u8],
+) -> Result<Option<BlobPointer>> {
+    match mem.and_then(|m| m.get(key, MAX_SEQNO)) {
+        Some(MemLookup::BlobPointer(p)) => return Ok(BlobPointer::decode(p)),
+        Some(_) => return Ok(None),
+        None => {}
+    }
+    let read = BlockReadOptions {
+        verify_checksums: false,
+        fill_cache: false,
+    };
+    let mut seek_key = Vec::with_capacity(key.len() + 8);
+    append_internal_key(&mut seek_key, key, MAX_SEQNO, ValueKind::FOR_SEEK);
+    let ucmp = &**inner.icmp.user_comparator();
+    let mut found = None;
+    for f in tables.iter().rev() {
+        let covers = ucmp.compare(key, user_key(&f.smallest)).is_ge()
+            && ucmp.compare(key, user_key(&f.largest)).is_le();
+        if covers {
+            found = lookup_in_table(&inner.table_cache, f, &read, &seek_key, ucmp)?;
+            if found.is_some() {
+                break;
+            }
+        }
+    }
+    let found = match found {
+        Some(f) => f,
+        None => version.get(&read, &inner.table_cache, key, MAX_SEQNO)?.0,
+    };
+    Ok(match found {
+        TableLookup::BlobPointer(p) => BlobPointer::decode(&p),
+        _ => None,
+    })
 }

@@ -121,8 +121,15 @@ pub(crate) struct DbInner {
     pub(crate) blob_cache: Arc<BlobCache>,
     /// The blob files being written; see `blobs.rs` for the locking.
     pub(crate) blob_writers: Mutex<blobs::BlobWriters>,
-    /// The size of the active blob file, for the memtable switch to read without a lock.
-    pub(crate) blob_active_bytes: AtomicU64,
+    /// Blob bytes appended since the last memtable switch, for the switch to read without a
+    /// lock: a memtable holding `BLOB_BYTES_PER_MEMTABLE_FILES` blob files' worth is full.
+    pub(crate) blob_mem_bytes: AtomicU64,
+    /// Blob bytes appended since the database opened (only grows): paces the collector's
+    /// estimates of unflushed garbage.
+    pub(crate) blob_appended_bytes: AtomicU64,
+    /// True while the garbage blob collection has yet to reclaim is over its bound: writers of
+    /// large values wait (see `blob_gc::reclaimable_garbage`). Set under the state mutex.
+    pub(crate) blob_gc_behind: AtomicBool,
     pub(crate) snapshots: Arc<SnapshotList>,
     pub(crate) view: ArcSwap<ReadView>,
     /// The seqno of the last write readers may see. Invariant: every entry with a seqno at or
@@ -494,9 +501,11 @@ impl Db {
     }
 
     /// Rewrites now, in this thread, every blob file whose fraction of live values is below
-    /// `Options::blob_gc_live_ratio` (as compaction has counted the garbage so far), as the
-    /// background collector would. Returns how many it rewrote. The old files are deleted once
-    /// no snapshot older than the rewrite remains and no cursor reads them.
+    /// `Options::blob_gc_live_ratio` (as flushes have counted the garbage so far, with the
+    /// collector's estimate for unflushed writes), as the background collector would, and waits
+    /// until the rewritten files have left the version unless a snapshot older than the rewrite
+    /// still reads them. Returns how many it rewrote. The old files are deleted once no cursor
+    /// reads them either.
     ///
     /// # Errors
     /// An I/O error or corruption met reading or writing blob files; the database then
@@ -603,6 +612,7 @@ impl Drop for Db {
                 let _ = handle.join();
             }
         }
+        background::log_blob_changes_at_close(&self.inner);
     }
 }
 
@@ -647,6 +657,7 @@ impl DbInner {
             imm: state.imm.clone(),
             version: state.versions.current(),
         }));
+        self.refresh_blob_gc_behind(state);
     }
 
     /// Keeps `e` as the database's error if it is the first (every later write fails with it),

@@ -126,7 +126,9 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         table_cache,
         blob_cache: Arc::new(BlobCache::new(env.clone(), dir, BLOB_FILES_OPEN)),
         blob_writers: Mutex::new(Default::default()),
-        blob_active_bytes: AtomicU64::new(0),
+        blob_mem_bytes: AtomicU64::new(0),
+        blob_appended_bytes: AtomicU64::new(0),
+        blob_gc_behind: AtomicBool::new(false),
         snapshots: Arc::new(SnapshotList::default()),
         view: ArcSwap::from_pointee(view),
         visible_seqno: AtomicU64::new(last_sequence),
@@ -349,9 +351,7 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
             // become obsolete below, so their entries go to a table first.
             let mem =
                 std::mem::replace(&mut state.mem, Arc::new(MemTable::new(inner.icmp.clone())));
-            if let Some(meta) = write_level0_table(inner, &mut state, &mem)? {
-                edit.new_files.push((0, meta));
-            }
+            write_level0_table(inner, &mut state, &mem, &mut edit)?;
         }
         let tables_before = edit.new_files.len();
         let replayed = replay_log(
@@ -415,9 +415,7 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
             if !state.mem.is_empty() {
                 let mem =
                     std::mem::replace(&mut state.mem, Arc::new(MemTable::new(inner.icmp.clone())));
-                if let Some(meta) = write_level0_table(inner, &mut state, &mem)? {
-                    edit.new_files.push((0, meta));
-                }
+                write_level0_table(inner, &mut state, &mem, &mut edit)?;
             }
             let new_log = state.versions.new_file_number();
             let file = inner
@@ -496,7 +494,9 @@ fn replay_log(
                 });
             }
         }
-        if batch.has_blob_pointers() && !blobs.check_batch(inner, &batch)? {
+        if batch.has_blob_pointers()
+            && !blobs.check_batch(inner, &batch, &state.versions.current_ref().blob_tombstones)?
+        {
             // A value this write points to never reached the disk whole (a power loss before
             // anything was synced): the log's good prefix ends before the write.
             info!(
@@ -519,9 +519,7 @@ fn replay_log(
         *max_sequence = (*max_sequence).max(last);
         if !inner.read_only && mem.approximate_memory_usage() > inner.options.write_buffer_size {
             state.mem = Arc::new(MemTable::new(inner.icmp.clone()));
-            if let Some(meta) = write_level0_table(inner, state, &mem)? {
-                edit.new_files.push((0, meta));
-            }
+            write_level0_table(inner, state, &mem, edit)?;
         }
     }
     let torn = reader.torn_tail();

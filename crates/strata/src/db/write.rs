@@ -211,28 +211,43 @@ pub(crate) fn append_to_log(inner: &DbInner, group: &WriteBatch, sync: bool) -> 
         .ok_or_else(|| Error::not_supported("the database has no open log"))?;
     writer.add_record(group.encoded())?;
     if sync {
-        // Values before the pointers to them (lock order: log, then blob writers).
-        inner
-            .blob_writers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .sync_all(inner)?;
-        let mut debt = inner
-            .log_sync_debt
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some(old) = debt.retired_log.as_mut() {
-            old.sync()?;
-            debt.retired_log = None;
-        }
-        if debt.dir_entry {
-            inner.env.sync_dir(&inner.dir)?;
-            debt.dir_entry = false;
-        }
-        drop(debt);
-        writer.sync()?;
+        sync_log_locked(inner, writer)?;
     }
     Ok(())
+}
+
+/// Makes every write in the logs durable, as a synced write does. Used by blob garbage
+/// collection before it drops values that unsynced writes superseded: those writes must not
+/// be lost once the values are gone.
+pub(crate) fn sync_log(inner: &DbInner) -> Result<()> {
+    let mut log = inner.log.lock().unwrap_or_else(|e| e.into_inner());
+    let writer = log
+        .as_mut()
+        .ok_or_else(|| Error::not_supported("the database has no open log"))?;
+    sync_log_locked(inner, writer)
+}
+
+fn sync_log_locked(inner: &DbInner, writer: &mut LogWriter) -> Result<()> {
+    // Values before the pointers to them (lock order: log, then blob writers).
+    inner
+        .blob_writers
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .sync_all(inner)?;
+    let mut debt = inner
+        .log_sync_debt
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(old) = debt.retired_log.as_mut() {
+        old.sync()?;
+        debt.retired_log = None;
+    }
+    if debt.dir_entry {
+        inner.env.sync_dir(&inner.dir)?;
+        debt.dir_entry = false;
+    }
+    drop(debt);
+    writer.sync()
 }
 
 /// Chooses the group led by the front writer: the writers behind it whose batches fit a size
@@ -305,9 +320,9 @@ pub(crate) fn make_room_for_write<'a>(
         // its arena alone may exceed a tiny write buffer).
         let mem_full = state.mem.approximate_memory_usage() > inner.options.write_buffer_size
             || inner
-                .blob_active_bytes
+                .blob_mem_bytes
                 .load(std::sync::atomic::Ordering::Relaxed)
-                >= inner.options.blob_file_size as u64;
+                >= inner.blob_bytes_per_memtable();
         if !force && (!mem_full || state.mem.is_empty()) {
             return (state, Ok(()));
         }

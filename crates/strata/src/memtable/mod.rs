@@ -38,6 +38,9 @@ pub(crate) enum MemLookup<'a> {
 pub(crate) struct MemTable {
     list: SkipList,
     comparator: InternalKeyComparator,
+    /// Set once a batch holding a blob pointer was added. Read after the memtable became
+    /// immutable (its writes happened before, through the state mutex), so `Relaxed` suffices.
+    holds_blob_pointers: std::sync::atomic::AtomicBool,
 }
 
 impl MemTable {
@@ -45,17 +48,26 @@ impl MemTable {
         MemTable {
             list: SkipList::new(comparator.clone()),
             comparator,
+            holds_blob_pointers: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     #[cfg(test)]
     /// Adds an entry. `seqno` must not have been used in this memtable before.
     pub(crate) fn add(&self, seqno: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        if kind == ValueKind::BlobPointer {
+            self.holds_blob_pointers
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         self.list.insert(user_key, pack_tag(seqno, kind), value);
     }
 
     /// Adds every operation of `batch` at its seqnos, under one acquisition of the writer lock.
     pub(crate) fn add_batch(&self, batch: &crate::batch::WriteBatch) {
+        if batch.has_blob_pointers() {
+            self.holds_blob_pointers
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let entries = (batch.seqno()..).zip(batch.iter()).map(|(seqno, op)| {
             // A `WriteBatch` is well-formed by construction: `put` and `delete` build it, and
             // `decode`, its only constructor from bytes, checks every operation.
@@ -63,6 +75,12 @@ impl MemTable {
             (op.key, pack_tag(seqno, op.kind), op.value)
         });
         self.list.insert_all(entries);
+    }
+
+    /// True if some entry added is a blob pointer.
+    pub(crate) fn holds_blob_pointers(&self) -> bool {
+        self.holds_blob_pointers
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The newest entry for `user_key` with seqno `<= snapshot`, if the memtable has one.

@@ -42,6 +42,7 @@ const TAG_PREV_LOG_NUMBER: u32 = 9;
 const TAG_NEW_BLOB_FILE: u32 = 20;
 const TAG_DELETED_BLOB_FILE: u32 = 21;
 const TAG_BLOB_GARBAGE: u32 = 22;
+const TAG_BLOB_TOMBSTONE: u32 = 23;
 
 /// What a database that uses blob files appends to its comparator's name in the MANIFEST record
 /// that marks it, so that LevelDB refuses to open it ("does not match existing comparator")
@@ -110,6 +111,11 @@ pub struct VersionEdit {
     pub deleted_blob_files: BTreeSet<u64>,
     /// Value bytes of blob files that no entry reaches any more: (file number, bytes).
     pub blob_garbage: Vec<(u64, u64)>,
+    /// Blob files removed while logs still to be replayed may point into them: (file number,
+    /// the log being written when it was removed). Such pointers are stale (newer entries
+    /// supersede them), and recovery must not take them for lost values. Dropped once the log
+    /// is obsolete.
+    pub blob_tombstones: Vec<(u64, u64)>,
 }
 
 impl VersionEdit {
@@ -164,6 +170,11 @@ impl VersionEdit {
             put_varint64(dst, number);
             put_varint64(dst, bytes);
         }
+        for &(number, log) in &self.blob_tombstones {
+            put_varint32(dst, TAG_BLOB_TOMBSTONE);
+            put_varint64(dst, number);
+            put_varint64(dst, log);
+        }
     }
 
     /// True if the edit mentions blob files.
@@ -171,6 +182,7 @@ impl VersionEdit {
         !self.new_blob_files.is_empty()
             || !self.deleted_blob_files.is_empty()
             || !self.blob_garbage.is_empty()
+            || !self.blob_tombstones.is_empty()
     }
 
     /// Parses a record.
@@ -256,6 +268,11 @@ impl VersionEdit {
                     edit.blob_garbage
                         .push(entry.ok_or_else(|| fail("bad blob garbage entry"))?);
                 }
+                TAG_BLOB_TOMBSTONE => {
+                    let entry = (|| Some((d.varint64()?, d.varint64()?)))();
+                    edit.blob_tombstones
+                        .push(entry.ok_or_else(|| fail("bad blob tombstone entry"))?);
+                }
                 _ => return Err(fail("unknown tag in version edit")),
             }
         }
@@ -328,6 +345,7 @@ mod tests {
         });
         e.deleted_blob_files.insert(5);
         e.blob_garbage.push((12, 300_000));
+        e.blob_tombstones.push((5, 9));
         assert!(e.has_blob_changes());
         let mut bytes = Vec::new();
         e.encode_into(&mut bytes);

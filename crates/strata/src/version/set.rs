@@ -138,6 +138,7 @@ struct Builder<'a> {
     icmp: &'a InternalKeyComparator,
     levels: [BTreeMap<u64, Arc<LiveFile>>; NUM_LEVELS],
     blob_files: BTreeMap<u64, BlobFileState>,
+    blob_tombstones: BTreeMap<u64, u64>,
 }
 
 impl<'a> Builder<'a> {
@@ -152,6 +153,7 @@ impl<'a> Builder<'a> {
             icmp,
             levels,
             blob_files: (*base.blob_files).clone(),
+            blob_tombstones: base.blob_tombstones.clone(),
         }
     }
 
@@ -164,6 +166,12 @@ impl<'a> Builder<'a> {
         }
         for number in &edit.deleted_blob_files {
             self.blob_files.remove(number);
+        }
+        self.blob_tombstones
+            .extend(edit.blob_tombstones.iter().copied());
+        if let Some(oldest_log) = edit.log_number {
+            // Logs before the oldest live one are never replayed again.
+            self.blob_tombstones.retain(|_, log| *log >= oldest_log);
         }
         for meta in &edit.new_blob_files {
             self.blob_files.insert(
@@ -211,6 +219,7 @@ impl<'a> Builder<'a> {
         }
         let mut version = Version::new(self.icmp.clone(), files);
         version.blob_files = Arc::new(self.blob_files);
+        version.blob_tombstones = self.blob_tombstones;
         Ok(version)
     }
 }
@@ -372,6 +381,12 @@ impl VersionSet {
                     .push((state.meta.number, state.garbage_bytes));
             }
         }
+        edit.blob_tombstones.extend(
+            self.current
+                .blob_tombstones
+                .iter()
+                .map(|(&f, &log)| (f, log)),
+        );
         edit
     }
 

@@ -86,6 +86,9 @@ pub(crate) struct Version {
     /// The blob files entries of this version may point into, by number. A blob file is
     /// deleted only once no live version lists it.
     pub(crate) blob_files: Arc<BTreeMap<u64, BlobFileState>>,
+    /// Blob files removed while a log to replay may still point into them: file number → the
+    /// log being written at the removal (see `VersionEdit::blob_tombstones`).
+    pub(crate) blob_tombstones: BTreeMap<u64, u64>,
     icmp: InternalKeyComparator,
     /// The level most in need of compaction and its score (>= 1 means compact it).
     pub(crate) compaction_level: usize,
@@ -98,7 +101,8 @@ pub(crate) struct Version {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BlobFileState {
     pub(crate) meta: crate::version::BlobFileMeta,
-    /// Value bytes no entry reaches any more, as compaction has counted them.
+    /// Value bytes no entry reaches any more, counted as the entries superseding them are
+    /// flushed.
     pub(crate) garbage_bytes: u64,
 }
 
@@ -124,6 +128,7 @@ impl Version {
         let mut v = Version {
             files,
             blob_files: Arc::default(),
+            blob_tombstones: BTreeMap::new(),
             icmp,
             compaction_level: 0,
             compaction_score: -1.0,
@@ -190,19 +195,7 @@ impl Version {
                 Some(first) if charge.is_none() => charge = Some(first),
                 Some(_) => {}
             }
-            let table = table_cache.get(file.number, file.file_size)?;
-            let found = table.get(options, &seek_key, |k, v| {
-                let parsed = ParsedInternalKey::parse(k)?;
-                if ucmp.compare(parsed.user_key, user_key) != CmpOrdering::Equal {
-                    return None;
-                }
-                Some(match parsed.kind {
-                    ValueKind::Value => TableLookup::Value(v.to_vec()),
-                    ValueKind::BlobPointer => TableLookup::BlobPointer(v.to_vec()),
-                    ValueKind::Deletion => TableLookup::Deleted,
-                })
-            })?;
-            Ok(found.flatten())
+            lookup_in_table(table_cache, &file.meta, options, &seek_key, ucmp)
         };
 
         // Level 0, newest file first (invariant 1).
@@ -451,6 +444,31 @@ impl Version {
         }
         result
     }
+}
+
+/// The newest entry of table `file` for the user key of `seek_key` (an internal key whose
+/// seqno bounds the entries seen), if the table holds one.
+pub(crate) fn lookup_in_table(
+    table_cache: &TableCache,
+    file: &FileMetaData,
+    options: &BlockReadOptions,
+    seek_key: &[u8],
+    ucmp: &dyn Comparator,
+) -> Result<Option<TableLookup>> {
+    let user_key = user_key_of(seek_key);
+    let table = table_cache.get(file.number, file.file_size)?;
+    let found = table.get(options, seek_key, |k, v| {
+        let parsed = ParsedInternalKey::parse(k)?;
+        if ucmp.compare(parsed.user_key, user_key) != CmpOrdering::Equal {
+            return None;
+        }
+        Some(match parsed.kind {
+            ValueKind::Value => TableLookup::Value(v.to_vec()),
+            ValueKind::BlobPointer => TableLookup::BlobPointer(v.to_vec()),
+            ValueKind::Deletion => TableLookup::Deleted,
+        })
+    })?;
+    Ok(found.flatten())
 }
 
 fn user_key_of(internal_key: &[u8]) -> &[u8] {
