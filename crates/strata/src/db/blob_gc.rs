@@ -119,8 +119,15 @@ fn run(inner: &Arc<DbInner>) {
     let mut pace = EstimatePace::default();
     while !inner.shutting_down.load(Ordering::Acquire) {
         if let Err(e) = estimate_unflushed_garbage(inner, &mut pace) {
-            // Only a guide is lost; the next estimate tries again.
+            // Only a guide is lost; the next estimate tries again. Writers waiting for it
+            // go on meanwhile.
             info!(inner, "estimating unflushed blob garbage failed: {e}");
+            let appended = inner.blob_appended_bytes.load(Ordering::Relaxed);
+            inner
+                .blob_estimated_bytes
+                .fetch_max(appended, Ordering::Relaxed);
+            let _state = inner.lock_state();
+            inner.bg_done.notify_all();
         }
         let picked = {
             let state = inner.lock_state();
@@ -164,7 +171,8 @@ fn estimate_unflushed_garbage(inner: &DbInner, pace: &mut EstimatePace) -> Resul
     let flushes = inner.lock_state().blob_gc.flushes;
     let quarter = (inner.options.blob_file_size / 4) as u64;
     let due = flushes != pace.flushes || appended >= pace.appended_bytes + quarter;
-    if !due || pace.not_before.is_some_and(|t| Instant::now() < t) {
+    let writers_wait = inner.estimate_lags();
+    if !due || (!writers_wait && pace.not_before.is_some_and(|t| Instant::now() < t)) {
         return Ok(());
     }
     // The flush count was read first: the view is at least as new.
@@ -196,6 +204,10 @@ fn estimate_unflushed_garbage(inner: &DbInner, pace: &mut EstimatePace) -> Resul
         state.blob_gc.unflushed_garbage = estimate;
         inner.refresh_blob_gc_behind(&state);
     }
+    inner
+        .blob_estimated_bytes
+        .fetch_max(appended, Ordering::Relaxed);
+    inner.bg_done.notify_all();
     Ok(())
 }
 
@@ -323,7 +335,15 @@ impl DbInner {
         self.blob_gc_behind.store(behind, Ordering::Relaxed);
     }
 
-    /// Waits while the collector is behind, so that writers of large values cannot outrun
+    /// True if a blob file's worth of values was appended since the collector last estimated
+    /// the garbage of unflushed writes: what those values overwrote is not known to it yet.
+    pub(crate) fn estimate_lags(&self) -> bool {
+        let appended = self.blob_appended_bytes.load(Ordering::Relaxed);
+        let estimated = self.blob_estimated_bytes.load(Ordering::Relaxed);
+        appended.saturating_sub(estimated) >= self.options.blob_file_size as u64
+    }
+
+    /// Waits while the collector is behind (on reclaiming, or on estimating), so that writers of large values cannot outrun
     /// it and let garbage grow without bound (as writers wait for compaction when level 0 is
     /// full). Called by a writer before it joins the writer queue: the collector needs the
     /// queue to move values.
@@ -331,13 +351,12 @@ impl DbInner {
     /// # Errors
     /// The database's background error, if it stops the collector.
     pub(crate) fn wait_for_blob_gc(&self) -> Result<()> {
-        if !self.blob_gc_behind.load(Ordering::Relaxed) {
+        let behind = || self.blob_gc_behind.load(Ordering::Relaxed) || self.estimate_lags();
+        if !behind() {
             return Ok(());
         }
         let mut state = self.lock_state();
-        while self.blob_gc_behind.load(Ordering::Relaxed)
-            && !self.shutting_down.load(Ordering::Acquire)
-        {
+        while behind() && !self.shutting_down.load(Ordering::Acquire) {
             if let Some(e) = &state.bg_error {
                 return Err(e.clone());
             }

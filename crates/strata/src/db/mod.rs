@@ -127,6 +127,8 @@ pub(crate) struct DbInner {
     /// Blob bytes appended since the database opened (only grows): paces the collector's
     /// estimates of unflushed garbage.
     pub(crate) blob_appended_bytes: AtomicU64,
+    /// `blob_appended_bytes` as of the collector's last estimate of unflushed garbage.
+    pub(crate) blob_estimated_bytes: AtomicU64,
     /// True while the garbage blob collection has yet to reclaim is over its bound: writers of
     /// large values wait (see `blob_gc::reclaimable_garbage`). Set under the state mutex.
     pub(crate) blob_gc_behind: AtomicBool,

@@ -128,6 +128,7 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         blob_writers: Mutex::new(Default::default()),
         blob_mem_bytes: AtomicU64::new(0),
         blob_appended_bytes: AtomicU64::new(0),
+        blob_estimated_bytes: AtomicU64::new(0),
         blob_gc_behind: AtomicBool::new(false),
         snapshots: Arc::new(SnapshotList::default()),
         view: ArcSwap::from_pointee(view),
