@@ -58,11 +58,15 @@ const STALL_LIMIT: Duration = Duration::from_secs(20);
 const OP_LIMIT: Duration = Duration::from_secs(8);
 const DEFAULT_SECS: u64 = 10;
 
-fn options() -> Options {
+/// With `blobs`, values of 600 bytes and more (about half) go to blob files of 1 MiB (the
+/// least allowed), and overwrites keep the blob collector rewriting them.
+fn options(blobs: bool) -> Options {
     Options {
         create_if_missing: true,
         write_buffer_size: 64 << 10,
         max_file_size: 256 << 10,
+        blob_threshold: blobs.then_some(600),
+        blob_file_size: 1 << 20,
         ..Options::default()
     }
 }
@@ -271,6 +275,8 @@ struct Stats {
     compactions_full: AtomicU64,
     compactions_range: AtomicU64,
     stats_reads: AtomicU64,
+    /// Blob files `collect_blob_garbage` rewrote (the collector's thread rewrites more).
+    blob_rewrites: AtomicU64,
     slowest_compaction_ms: AtomicU64,
     /// Checks skipped because the history had forgotten the state they needed.
     history_misses: AtomicU64,
@@ -287,7 +293,7 @@ impl Stats {
             "batches {} ({} synced; {} key puts, {} group deletes), snapshot checks {} \
              ({} with a scan), iterator passes: {} forward, {} backward, {} cursor seeks, \
              {} ranges; monotonic gets {}, compactions {} full + {} ranges (the slowest took \
-             {} ms), stats reads {}, history misses {}",
+             {} ms), stats reads {}, blob files rewritten on request {}, history misses {}",
             g(&self.batches),
             g(&self.sync_batches),
             g(&self.key_puts),
@@ -303,12 +309,15 @@ impl Stats {
             g(&self.compactions_range),
             g(&self.slowest_compaction_ms),
             g(&self.stats_reads),
+            g(&self.blob_rewrites),
             g(&self.history_misses),
         )
     }
 }
 
 struct World {
+    /// Key-value separation is on (see [`options`]).
+    blobs: bool,
     writers: Vec<WriterShared>,
     stop: AtomicBool,
     failed: AtomicBool,
@@ -990,6 +999,14 @@ fn compactor(db: &Db, world: &World, me: &Worker, rng: &mut StdRng) -> Result<()
                 Stats::add(&world.stats.compactions_range, 1);
                 what
             }
+            8 if world.blobs => {
+                let what = "collect_blob_garbage()".to_string();
+                let n = me
+                    .timed(world, &what, || db.collect_blob_garbage())
+                    .ctx(|| what.clone())?;
+                Stats::add(&world.stats.blob_rewrites, n as u64);
+                what
+            }
             _ => {
                 let stats = db.property("leveldb.stats");
                 if !stats.as_deref().is_some_and(|s| s.contains("Level")) {
@@ -1109,7 +1126,7 @@ fn verify_final(db: &Db, world: &World, when: &str) -> Result<(), String> {
 fn final_phase(db: Db, world: &World, dir: &std::path::Path) -> Result<String, String> {
     verify_final(&db, world, "before reopening")?;
     drop(db);
-    let db = Db::open(dir, options()).ctx(|| "reopening".into())?;
+    let db = Db::open(dir, options(world.blobs)).ctx(|| "reopening".into())?;
     verify_final(&db, world, "after reopening")?;
     db.compact_range(None, None)
         .ctx(|| "compacting after reopening".into())?;
@@ -1121,7 +1138,7 @@ fn final_phase(db: Db, world: &World, dir: &std::path::Path) -> Result<String, S
         })
         .collect();
     drop(db);
-    let report = strata::check(dir, &options()).ctx(|| "strata::check".into())?;
+    let report = strata::check(dir, &options(world.blobs)).ctx(|| "strata::check".into())?;
     if !report.is_sound() {
         return Err(format!("strata::check found damage: {:?}", report.damage));
     }
@@ -1201,14 +1218,26 @@ fn env_u64(name: &str) -> Option<u64> {
 
 #[test]
 fn stress_writers_snapshots_iterators_and_compactions() {
+    stress(false);
+}
+
+/// The same with key-value separation: blob files rewritten by the collector (and on request)
+/// under snapshot readers, iterators and monotonic readers.
+#[test]
+fn stress_with_blob_files_rewritten_under_readers() {
+    stress(true);
+}
+
+fn stress(blobs: bool) {
     let secs = env_u64("STRATA_STRESS_SECS").unwrap_or(DEFAULT_SECS);
     let seed = env_u64("STRATA_STRESS_SEED").unwrap_or_else(rand::random);
     eprintln!("db_stress: {secs} s of stress, seed {seed:#x} (STRATA_STRESS_SEED={seed:#x})");
     let rerun = format!("seed {seed:#x}; rerun with STRATA_STRESS_SEED={seed:#x}");
 
     let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(Db::open(dir.path(), options()).unwrap());
+    let db = Arc::new(Db::open(dir.path(), options(blobs)).unwrap());
     let world = Arc::new(World {
+        blobs,
         writers: (0..WRITERS).map(|_| WriterShared::new()).collect(),
         stop: AtomicBool::new(false),
         failed: AtomicBool::new(false),
@@ -1374,6 +1403,12 @@ fn stress_writers_snapshots_iterators_and_compactions() {
         compactions > 0,
         "no compact_range call returned during the run ({rerun})"
     );
+    if blobs {
+        assert!(
+            stats.blob_rewrites.load(Ordering::Relaxed) > 0,
+            "collect_blob_garbage rewrote no blob file ({rerun})"
+        );
+    }
 
     // Everything acknowledged is there, before and after reopening; under the watchdog too.
     let db = Arc::try_unwrap(db).expect("every thread has ended");

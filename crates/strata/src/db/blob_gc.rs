@@ -217,7 +217,7 @@ fn claim(inner: &DbInner) -> Option<Vec<u64>> {
     if state.bg_error.is_some() || !state.blob_gc.rewriting.is_empty() {
         return None;
     }
-    let numbers = pick(inner, &state);
+    let numbers = pick(inner, &state, |_| true);
     if numbers.is_empty() {
         return None;
     }
@@ -231,6 +231,9 @@ fn claim(inner: &DbInner) -> Option<Vec<u64>> {
 /// Returns how many it rewrote.
 pub(crate) fn collect_now(inner: &Arc<DbInner>) -> Result<usize> {
     let mut rewritten = 0;
+    // The files below the threshold now; files that fall below it while this runs are left to
+    // the collector, so that a stream of overwrites cannot keep this call going forever.
+    let mut targets: Option<std::collections::BTreeSet<u64>> = None;
     loop {
         let numbers = {
             let mut state = inner.lock_state();
@@ -243,7 +246,12 @@ pub(crate) fn collect_now(inner: &Arc<DbInner>) -> Result<usize> {
                 }
                 state = inner.bg_done.wait(state).unwrap_or_else(|e| e.into_inner());
             }
-            let numbers = pick(inner, &state);
+            let targets = targets.get_or_insert_with(|| {
+                candidates(inner, &state)
+                    .map(|(_, _, b)| b.meta.number)
+                    .collect()
+            });
+            let numbers = pick(inner, &state, |n| targets.contains(&n));
             if numbers.is_empty() {
                 // Wait for the removals that are due to be installed.
                 while state.bg_error.is_none()
@@ -295,10 +303,11 @@ fn candidates<'s>(
 const MAX_FILES_PER_REWRITE: usize = 16;
 
 /// The blob files most worth rewriting (lowest live fraction first, among those below the
-/// threshold), as many as fit one new file of `blob_file_size` (at least one): rewriting them
+/// threshold and `wanted`), as many as fit one new file of `blob_file_size` (at least one): rewriting them
 /// together shares the syncs and MANIFEST writes a rewrite costs.
-fn pick(inner: &DbInner, state: &super::DbState) -> Vec<u64> {
+fn pick(inner: &DbInner, state: &super::DbState, wanted: impl Fn(u64) -> bool) -> Vec<u64> {
     let mut found: Vec<(f64, u64, u64)> = candidates(inner, state)
+        .filter(|(_, _, b)| wanted(b.meta.number))
         .map(|(live, garbage, b)| {
             let live_bytes = b.meta.value_bytes.saturating_sub(garbage);
             (live, live_bytes, b.meta.number)
