@@ -44,8 +44,7 @@ impl BlobCache {
     /// An I/O error naming `NNNNNN.blob` if it cannot be opened.
     pub fn file(&self, number: u64) -> Result<Arc<dyn RandomAccessFile>> {
         self.files.get_or_insert_with(&number, || {
-            self.env
-                .new_random_access_file(&blob_file(&self.dir, number))
+            self.env.new_mapped_file(&blob_file(&self.dir, number))
         })
     }
 

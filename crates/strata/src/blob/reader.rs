@@ -37,8 +37,7 @@ pub(crate) fn read_value(
 ) -> Result<Vec<u8>> {
     let len = usize::try_from(pointer.len)
         .map_err(|_| Error::corruption(path, pointer.offset, "blob value too large"))?;
-    let mut stored = vec![0u8; len];
-    file.read_exact_at(pointer.offset, &mut stored)?;
+    let stored = file.read_to_vec(pointer.offset, len)?;
     if verify && crc32c(&stored) != unmask_crc(pointer.crc) {
         return Err(Error::corruption(
             path,

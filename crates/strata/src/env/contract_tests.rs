@@ -39,12 +39,35 @@ fn suite(env: &dyn Env, root: &Path) {
         matches!(err, Error::Io { ref source, .. } if source.kind() == std::io::ErrorKind::UnexpectedEof)
     );
 
+    // A file opened for large reads (mapped, where the environment maps): the same bytes
+    // through both reads, the same error past the end.
+    let m = env.new_mapped_file(&a).unwrap();
+    assert_eq!(m.read_to_vec(0, 6).unwrap(), b"hello ");
+    assert_eq!(m.read_to_vec(6, 100_000).unwrap(), vec![b'x'; 100_000]);
+    m.read_exact_at(100_007, &mut five).unwrap();
+    assert_eq!(&five, b"world");
+    assert_eq!(r.read_to_vec(100_006, 6).unwrap(), b" world");
+    for err in [
+        m.read_to_vec(100_010, 5).unwrap_err(),
+        m.read_exact_at(100_010, &mut five).unwrap_err(),
+        r.read_to_vec(100_010, 5).unwrap_err(),
+    ] {
+        assert!(
+            matches!(err, Error::Io { ref source, .. } if source.kind() == std::io::ErrorKind::UnexpectedEof),
+            "{err}"
+        );
+    }
+
     // Append to an existing file.
     let mut ap = env.new_appendable_file(&a).unwrap();
     ap.append(b"!").unwrap();
     ap.flush().unwrap();
     drop(ap);
     assert_eq!(env.file_size(&a).unwrap(), 100_013);
+    // Bytes appended after a file was opened for large reads are read too.
+    assert_eq!(m.read_to_vec(100_007, 6).unwrap(), b"world!");
+    assert_eq!(m.read_to_vec(100_012, 1).unwrap(), b"!");
+    drop(m);
 
     // Truncating create.
     write_file(env, &a, b"new", true).unwrap();

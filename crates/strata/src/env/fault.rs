@@ -324,6 +324,10 @@ impl<E: Env + Clone + 'static> Env for FaultEnv<E> {
         self.inner.new_random_access_file(path)
     }
 
+    fn new_mapped_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.inner.new_mapped_file(path)
+    }
+
     fn new_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         match self.begin(OpKind::Create, path, None, None) {
             Verdict::Proceed => Ok(Box::new(FaultFile {

@@ -43,6 +43,18 @@ pub trait RandomAccessFile: Send + Sync {
     /// An I/O error, or an `Io` error of kind `UnexpectedEof` if the file ends before `buf` is
     /// full.
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+
+    /// The `len` bytes at `offset`, in a new buffer. The default fills a zeroed buffer with
+    /// [`read_exact_at`](Self::read_exact_at); a file mapped into memory copies straight out
+    /// of the mapping.
+    ///
+    /// # Errors
+    /// As [`read_exact_at`](Self::read_exact_at).
+    fn read_to_vec(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        self.read_exact_at(offset, &mut buf)?;
+        Ok(buf)
+    }
 }
 
 /// A file written by appending, as logs and tables are.
@@ -82,6 +94,17 @@ pub trait Env: Send + Sync + fmt::Debug {
 
     /// Opens an existing file for positional reads.
     fn new_random_access_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+
+    /// Opens an existing file for positional reads of large runs of bytes, for a file that is
+    /// only ever appended to and never changed in place (a blob file). An environment may map
+    /// it into memory (as far as it extends when opened; reads past that go to the file).
+    /// The default opens it as [`new_random_access_file`](Self::new_random_access_file) does.
+    ///
+    /// # Errors
+    /// As [`new_random_access_file`](Self::new_random_access_file).
+    fn new_mapped_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.new_random_access_file(path)
+    }
 
     /// Creates a file for appending, truncating it if it exists.
     fn new_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
