@@ -30,6 +30,9 @@ struct Config {
     extra: &'static [&'static str],
     /// Compare each benchmark with this baseline benchmark (same engine), if any.
     baseline: &'static [(&'static str, &'static str)],
+    /// `--num` is divided by this (for configurations of large values with ordinary
+    /// benchmarks).
+    num_divisor: u64,
 }
 
 /// The configurations whose databases are measured on disk after their process exits (so
@@ -46,6 +49,7 @@ const CONFIGS: &[Config] = &[
                      seekrandom,readmissing",
         extra: &[],
         baseline: &[],
+        num_divisor: 1,
     },
     Config {
         id: "batch",
@@ -54,6 +58,7 @@ const CONFIGS: &[Config] = &[
         benchmarks: "fillbatch,fillrandbatch",
         extra: &[],
         baseline: &[("fillbatch", "fillseq"), ("fillrandbatch", "fillrandom")],
+        num_divisor: 1,
     },
     Config {
         id: "sync",
@@ -63,6 +68,7 @@ const CONFIGS: &[Config] = &[
         benchmarks: "fillseqsync,fillsync",
         extra: &[],
         baseline: &[("fillseqsync", "fillseq"), ("fillsync", "fillrandom")],
+        num_divisor: 1,
     },
     Config {
         id: "nocompression",
@@ -76,6 +82,7 @@ const CONFIGS: &[Config] = &[
             ("readrandom", "readrandom"),
             ("readseq", "readseq"),
         ],
+        num_divisor: 1,
     },
     Config {
         id: "memory-writes",
@@ -85,6 +92,7 @@ const CONFIGS: &[Config] = &[
         benchmarks: "fillseq,fillrandom",
         extra: &["--write_buffer_size=125829120", "--cache_size=8388608"],
         baseline: &[("fillseq", "fillseq"), ("fillrandom", "fillrandom")],
+        num_divisor: 1,
     },
     Config {
         id: "memory-reads",
@@ -94,6 +102,7 @@ const CONFIGS: &[Config] = &[
         benchmarks: "fillrandom,readrandom,readseq",
         extra: &["--cache_size=125829120", "--write_buffer_size=8388608"],
         baseline: &[("readrandom", "readrandom"), ("readseq", "readseq")],
+        num_divisor: 1,
     },
     Config {
         id: "disk-seq",
@@ -102,6 +111,7 @@ const CONFIGS: &[Config] = &[
         benchmarks: "fillseq",
         extra: &[],
         baseline: &[],
+        num_divisor: 1,
     },
     Config {
         id: "disk-random",
@@ -110,6 +120,7 @@ const CONFIGS: &[Config] = &[
         benchmarks: "fillrandom",
         extra: &[],
         baseline: &[],
+        num_divisor: 1,
     },
     Config {
         id: "large",
@@ -118,6 +129,29 @@ const CONFIGS: &[Config] = &[
         benchmarks: "fillseq100K,fill100K",
         extra: &[],
         baseline: &[],
+        num_divisor: 1,
+    },
+    Config {
+        id: "large-nocompression",
+        title: "Large values, compression off",
+        about: "As above with compression off everywhere (LMDB never compresses). strata-blobs \
+                keeps values of 4 KiB and more in blob files (key-value separation): each 100 \
+                KB value is written once instead of to the log, a table and every compaction.",
+        benchmarks: "fillseq100K,fill100K",
+        extra: &["--no_compression"],
+        baseline: &[],
+        num_divisor: 1,
+    },
+    Config {
+        id: "large-reads",
+        title: "Large values: reads and overwrites",
+        about: "1000 values of 100,000 bytes (--num/1000), compression off: random fill, \
+                random reads (each value read once), then every key overwritten twice in random \
+                order. The database's size after each write benchmark is in the run's JSON.",
+        benchmarks: "fillrandom,readrandom,overwrite,overwrite",
+        extra: &["--no_compression", "--value_size=100000"],
+        baseline: &[],
+        num_divisor: 1000,
     },
 ];
 
@@ -223,7 +257,7 @@ fn run_one(
             "--benchmarks={}",
             config.benchmarks.replace(char::is_whitespace, "")
         ))
-        .arg(format!("--num={}", flags.num))
+        .arg(format!("--num={}", (flags.num / config.num_divisor).max(1)))
         .arg(format!("--key_order={:?}", flags.key_order).to_lowercase())
         .arg(format!("--db={}", dir.display()))
         .arg("--json");

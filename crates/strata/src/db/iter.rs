@@ -311,7 +311,7 @@ impl DbIterator {
     /// deleted (skipping entries of `saved_key` if `skipping`).
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         debug_assert_eq!(self.direction, Direction::Forward);
-        self.resolved = OnceCell::new();
+        self.resolved.take();
         while self.merged.valid() {
             let Some(k) = ParsedInternalKey::parse(self.merged.key()) else {
                 return self.malformed_key();
@@ -347,7 +347,7 @@ impl DbIterator {
     /// position into `saved_key`/`saved_value`, leaving the merge before that key's entries.
     fn find_prev_user_entry(&mut self) {
         debug_assert_eq!(self.direction, Direction::Reverse);
-        self.resolved = OnceCell::new();
+        self.resolved.take();
         let mut kind = ValueKind::Deletion;
         while self.merged.valid() {
             let Some(k) = ParsedInternalKey::parse(self.merged.key()) else {
