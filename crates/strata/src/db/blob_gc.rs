@@ -159,18 +159,28 @@ struct EstimatePace {
     appended_bytes: u64,
     flushes: u64,
     not_before: Option<Instant>,
+    last: Option<Instant>,
 }
+
+/// Values appended since the last estimate are estimated at the latest this long after it,
+/// however few they are (once writes stop, the last ones are not left out).
+const ESTIMATE_AT_LEAST_EVERY: Duration = Duration::from_secs(1);
 
 /// Estimates the garbage that writes not yet flushed make (the values their entries supersede,
 /// as a flush would count them), so that the collector can reclaim it before the memtables
 /// holding those writes are flushed, and so that writers wait for it when it is far behind.
-/// Runs after each quarter file of blob bytes or a flush, taking at most a tenth of the
-/// collector's time (it reads every entry of the memtables).
+/// Runs after each quarter file of blob bytes, after a flush, and a second after the last run
+/// if anything was appended since, taking at most a tenth of the collector's time (it reads
+/// every entry of the memtables) unless writers wait for it.
 fn estimate_unflushed_garbage(inner: &DbInner, pace: &mut EstimatePace) -> Result<()> {
     let appended = inner.blob_appended_bytes.load(Ordering::Relaxed);
     let flushes = inner.lock_state().blob_gc.flushes;
     let quarter = (inner.options.blob_file_size / 4) as u64;
-    let due = flushes != pace.flushes || appended >= pace.appended_bytes + quarter;
+    let stale = appended > pace.appended_bytes
+        && pace
+            .last
+            .is_none_or(|t| t.elapsed() >= ESTIMATE_AT_LEAST_EVERY);
+    let due = flushes != pace.flushes || appended >= pace.appended_bytes + quarter || stale;
     let writers_wait = inner.estimate_lags();
     if !due || (!writers_wait && pace.not_before.is_some_and(|t| Instant::now() < t)) {
         return Ok(());
@@ -199,6 +209,7 @@ fn estimate_unflushed_garbage(inner: &DbInner, pace: &mut EstimatePace) -> Resul
     pace.appended_bytes = appended;
     pace.flushes = flushes;
     pace.not_before = Some(Instant::now() + start.elapsed() * 9);
+    pace.last = Some(Instant::now());
     let mut state = inner.lock_state();
     if state.blob_gc.flushes == flushes {
         state.blob_gc.unflushed_garbage = estimate;
