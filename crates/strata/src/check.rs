@@ -245,13 +245,14 @@ pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
             }
             FileKind::Blob => {
                 // Listed, or written since the last flush (a live log may point into it).
-                let listed = manifest
+                let listed_len = manifest
                     .as_ref()
-                    .is_some_and(|m| m.blob_files.contains(&number));
+                    .and_then(|m| m.blob_files.get(&number).copied());
+                let listed = listed_len.is_some();
                 if listed || manifest.as_ref().is_some_and(|m| m.log_is_live(number)) {
                     found_blobs.insert(number);
                     file.live = true;
-                    check_blob_file(env, &path, listed, &mut file, &mut report.damage);
+                    check_blob_file(env, &path, listed_len, &mut file, &mut report.damage);
                 }
             }
             FileKind::Lock | FileKind::InfoLog | FileKind::Temp => {}
@@ -259,7 +260,7 @@ pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
         report.files.push(file);
     }
     if let Some(manifest) = &manifest {
-        for number in &manifest.blob_files {
+        for number in manifest.blob_files.keys() {
             if !found_blobs.contains(number) {
                 report.damage.push(Damage::new(
                     filename::blob_file(dir, *number),
@@ -289,7 +290,7 @@ struct ManifestState {
     /// Live tables by number: their level and what the MANIFEST records of them.
     tables: BTreeMap<u64, (usize, FileMetaData)>,
     /// Live blob files.
-    blob_files: std::collections::BTreeSet<u64>,
+    blob_files: std::collections::BTreeMap<u64, u64>,
 }
 
 impl ManifestState {
@@ -390,7 +391,7 @@ fn read_manifest(
             state.blob_files.remove(number);
         }
         for meta in &edit.new_blob_files {
-            state.blob_files.insert(meta.number);
+            state.blob_files.insert(meta.number, meta.file_size);
         }
         for (level, number) in &edit.deleted_files {
             if state.tables.get(number).map(|(l, _)| l) == Some(level) {
@@ -437,14 +438,17 @@ fn read_manifest(
 /// to list every damaged stretch.
 /// Reads every record of a blob file, checksums verified. A file the MANIFEST does not list yet
 /// was being written when the database stopped: a record cut off by the end of the file is its
-/// torn tail, as opening sees it. Any other damage is damage.
+/// torn tail, as opening sees it. A listed file is read as far as the MANIFEST says it goes
+/// (`listed_len`); bytes after that are a tail a crash left, which no pointer reaches. Any
+/// other damage is damage.
 fn check_blob_file(
     env: &dyn Env,
     path: &Path,
-    listed: bool,
+    listed_len: Option<u64>,
     file: &mut CheckedFile,
     damage: &mut Vec<Damage>,
 ) {
+    let listed = listed_len.is_some();
     let mut scanner = match crate::blob::BlobScanner::open(env, path) {
         Ok(scanner) => scanner,
         Err(e) => {
@@ -452,6 +456,12 @@ fn check_blob_file(
             return;
         }
     };
+    if let Some(len) = listed_len {
+        if scanner.file_len() > len {
+            file.torn_tail = true;
+        }
+        scanner.limit(len);
+    }
     while let Some(record) = scanner.next() {
         match record {
             Ok(_) => file.records += 1,

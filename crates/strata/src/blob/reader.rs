@@ -147,6 +147,13 @@ impl BlobScanner {
         })
     }
 
+    /// Stops the scan at `len` bytes, if the file is longer: the records the MANIFEST counts
+    /// end there (recovery lists a file up to its last good record; a torn tail after it is
+    /// nobody's).
+    pub fn limit(&mut self, len: u64) {
+        self.file_len = self.file_len.min(len.max(BLOB_HEADER_LEN));
+    }
+
     /// The file number its header names.
     pub fn number(&self) -> u64 {
         self.number

@@ -451,6 +451,18 @@ fn rewrite_claimed(inner: &Arc<DbInner>, numbers: &[u64]) -> Result<()> {
     for &number in numbers {
         let path = filename::blob_file(&inner.dir, number);
         let mut scanner = BlobScanner::open(&*inner.env, &path)?;
+        // Only the records the version counts (recovery lists a file up to its last good
+        // record).
+        let listed_len = inner
+            .lock_state()
+            .versions
+            .current_ref()
+            .blob_files
+            .get(&number)
+            .map(|b| b.meta.file_size);
+        if let Some(len) = listed_len {
+            scanner.limit(len);
+        }
         while let Some(record) = scanner.next() {
             if inner.shutting_down.load(Ordering::Acquire) {
                 return Ok(());

@@ -278,7 +278,10 @@ impl ReplayedBlobs {
 
     /// Syncs the blob files that replayed pointers reach and the version does not list yet,
     /// and describes them for the recovery's version edit. Their value bytes are summed from
-    /// their records (a torn tail ends them), so that garbage accounting stays exact.
+    /// their records, so that garbage accounting stays exact, and their size is where the good
+    /// records end: a tail torn or damaged by the crash holds no value any pointer reaches
+    /// (replay ended the log before the first pointer that missed its value), and garbage
+    /// collection and `check` stop before it.
     pub(crate) fn files_to_add(
         &self,
         inner: &DbInner,
@@ -305,7 +308,7 @@ impl ReplayedBlobs {
             }
             metas.push(BlobFileMeta {
                 number,
-                file_size,
+                file_size: scanner.position().min(file_size),
                 value_bytes,
             });
         }
