@@ -311,7 +311,7 @@ fn a_logged_pointer_whose_value_was_lost_ends_the_recovered_prefix() {
             report.damage
         );
         let db = Db::open("/db", options(&image)).unwrap();
-        for (k, _) in &expected {
+        for k in expected.keys() {
             db.put(&WriteOptions::default(), k, b"small now").unwrap();
         }
         db.compact_range(None, None).unwrap();
