@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
 
-use super::blobs::{newest_older_pointer, superseded_blob_values};
+use super::blobs::{may_supersede_blob_values, newest_older_pointer, superseded_blob_values};
 use super::open::info;
 use super::write::{make_room_for_write, wait_for_background, PendingWrite};
 use super::{DbInner, DbState, ManualCompaction};
@@ -189,7 +189,7 @@ pub(crate) fn write_level0_table(
     let start = Instant::now();
     let meta = build_table(inner, number, &mut mem.iter())?;
     let base = state.versions.current();
-    if mem.holds_blob_pointers() || !base.blob_files.is_empty() {
+    if may_supersede_blob_values(mem, &base) {
         let earlier: Vec<FileMetaData> = edit.new_files.iter().map(|(_, m)| m.clone()).collect();
         let garbage = superseded_blob_values(&inner.icmp, mem, |key| {
             newest_older_pointer(inner, None, &base, &earlier, key)
@@ -223,7 +223,7 @@ fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guard<'a
         // Blob garbage is counted here, when the entries that supersede pointers reach a
         // table (see `superseded_blob_values`), not when compaction drops the old entries:
         // that may be late, or never, and a snapshot held meanwhile would hide it.
-        let garbage = if imm.holds_blob_pointers() || !base.blob_files.is_empty() {
+        let garbage = if may_supersede_blob_values(&imm, &base) {
             superseded_blob_values(&inner.icmp, &imm, |key| {
                 newest_older_pointer(inner, None, &base, &[], key)
             })?
@@ -298,15 +298,10 @@ fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guard<'a
 /// Logs the blob changes the garbage collector queued and that are due: new blob files,
 /// garbage counts, and rewritten files no snapshot can read any more.
 fn apply_blob_changes<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guard<'a> {
-    let Some(mut edit) = state.blob_gc.take_due(inner.snapshots.oldest()) else {
+    let log_number = state.log_number;
+    let Some(mut edit) = state.blob_gc.take_due(inner.snapshots.oldest(), log_number) else {
         return state;
     };
-    // The logs not flushed yet may point into the files removed: recovery must know them.
-    edit.blob_tombstones = edit
-        .deleted_blob_files
-        .iter()
-        .map(|&n| (n, state.log_number))
-        .collect();
     let (mut state, result) = log_and_apply_unlocked(inner, state, &mut edit);
     state.blob_gc.removing.clear();
     match result {
@@ -332,14 +327,10 @@ pub(crate) fn log_blob_changes_at_close(inner: &DbInner) {
         return;
     }
     state.blob_gc.to_add.clear();
-    let Some(mut edit) = state.blob_gc.take_due(inner.snapshots.oldest()) else {
+    let log_number = state.log_number;
+    let Some(mut edit) = state.blob_gc.take_due(inner.snapshots.oldest(), log_number) else {
         return;
     };
-    edit.blob_tombstones = edit
-        .deleted_blob_files
-        .iter()
-        .map(|&n| (n, state.log_number))
-        .collect();
     if let Err(e) = state.versions.log_and_apply(&mut edit) {
         info!(inner, "could not log blob changes at close: {e}");
     }

@@ -75,7 +75,13 @@ pub(crate) struct BlobGcState {
 
 impl BlobGcState {
     /// The edit of the changes due now, given the oldest snapshot; `None` if there are none.
-    pub(crate) fn take_due(&mut self, oldest_snapshot: Option<SeqNo>) -> Option<VersionEdit> {
+    /// Each removed file gets a tombstone naming `log_number`, the log being written: the logs
+    /// not flushed yet may point into it, and recovery must know it was removed on purpose.
+    pub(crate) fn take_due(
+        &mut self,
+        oldest_snapshot: Option<SeqNo>,
+        log_number: u64,
+    ) -> Option<VersionEdit> {
         let mut edit = VersionEdit {
             new_blob_files: std::mem::take(&mut self.to_add),
             blob_garbage: std::mem::take(&mut self.garbage),
@@ -89,6 +95,11 @@ impl BlobGcState {
             !due
         });
         self.removing.extend(&edit.deleted_blob_files);
+        edit.blob_tombstones = edit
+            .deleted_blob_files
+            .iter()
+            .map(|&n| (n, log_number))
+            .collect();
         edit.has_blob_changes().then_some(edit)
     }
 
@@ -123,11 +134,7 @@ fn run(inner: &Arc<DbInner>) {
             // go on meanwhile.
             info!(inner, "estimating unflushed blob garbage failed: {e}");
             let appended = inner.blob_appended_bytes.load(Ordering::Relaxed);
-            inner
-                .blob_estimated_bytes
-                .fetch_max(appended, Ordering::Relaxed);
-            let _state = inner.lock_state();
-            inner.bg_done.notify_all();
+            estimated_up_to(inner, &inner.lock_state(), appended);
         }
         let picked = {
             let state = inner.lock_state();
@@ -175,7 +182,7 @@ const ESTIMATE_AT_LEAST_EVERY: Duration = Duration::from_secs(1);
 fn estimate_unflushed_garbage(inner: &DbInner, pace: &mut EstimatePace) -> Result<()> {
     let appended = inner.blob_appended_bytes.load(Ordering::Relaxed);
     let flushes = inner.lock_state().blob_gc.flushes;
-    let quarter = (inner.options.blob_file_size / 4) as u64;
+    let quarter = inner.estimate_interval();
     let stale = appended > pace.appended_bytes
         && pace
             .last
@@ -189,18 +196,16 @@ fn estimate_unflushed_garbage(inner: &DbInner, pace: &mut EstimatePace) -> Resul
     let view = inner.view.load_full();
     let start = Instant::now();
     let mut estimate: BTreeMap<u64, u64> = BTreeMap::new();
-    let imm = view.imm.as_ref().filter(|m| m.holds_blob_pointers());
-    if let Some(imm) = imm {
-        let garbage = superseded_blob_values(&inner.icmp, imm, |key| {
-            newest_older_pointer(inner, None, &view.version, &[], key)
-        })?;
-        for (file, bytes) in garbage {
-            *estimate.entry(file).or_default() += bytes;
-        }
-    }
-    if view.mem.holds_blob_pointers() {
-        let garbage = superseded_blob_values(&inner.icmp, &view.mem, |key| {
-            newest_older_pointer(inner, view.imm.as_deref(), &view.version, &[], key)
+    // Each memtable's entries supersede what is older: the immutable memtable's, the tables';
+    // the current memtable's, the immutable memtable's first.
+    let memtables = view
+        .imm
+        .iter()
+        .map(|imm| (imm, None))
+        .chain([(&view.mem, view.imm.as_deref())]);
+    for (mem, older_mem) in memtables.filter(|(m, _)| m.holds_blob_pointers()) {
+        let garbage = superseded_blob_values(&inner.icmp, mem, |key| {
+            newest_older_pointer(inner, older_mem, &view.version, &[], key)
         })?;
         for (file, bytes) in garbage {
             *estimate.entry(file).or_default() += bytes;
@@ -215,11 +220,18 @@ fn estimate_unflushed_garbage(inner: &DbInner, pace: &mut EstimatePace) -> Resul
         state.blob_gc.unflushed_garbage = estimate;
         inner.refresh_blob_gc_behind(&state);
     }
+    estimated_up_to(inner, &state, appended);
+    Ok(())
+}
+
+/// Records that the values appended up to `appended` were estimated (or given up on), and
+/// wakes writers waiting for that. Requires the state mutex (the guard's state is passed), so
+/// that no waiter misses the wake-up.
+fn estimated_up_to(inner: &DbInner, _state: &super::DbState, appended: u64) {
     inner
         .blob_estimated_bytes
         .fetch_max(appended, Ordering::Relaxed);
     inner.bg_done.notify_all();
-    Ok(())
 }
 
 /// Picks blob files to rewrite and claims them, unless a rewrite is under way (one at a time).
@@ -314,8 +326,8 @@ fn candidates<'s>(
 const MAX_FILES_PER_REWRITE: usize = 16;
 
 /// The blob files most worth rewriting (lowest live fraction first, among those below the
-/// threshold and `wanted`), as many as fit one new file of `blob_file_size` (at least one): rewriting them
-/// together shares the syncs and MANIFEST writes a rewrite costs.
+/// threshold and `wanted`), as many as fit one new file of `blob_file_size` (at least one):
+/// rewriting them together shares the syncs and MANIFEST writes a rewrite costs.
 fn pick(inner: &DbInner, state: &super::DbState, wanted: impl Fn(u64) -> bool) -> Vec<u64> {
     let mut found: Vec<(f64, u64, u64)> = candidates(inner, state)
         .filter(|(_, _, b)| wanted(b.meta.number))
@@ -363,9 +375,9 @@ impl DbInner {
         appended.saturating_sub(estimated) >= self.options.blob_file_size as u64
     }
 
-    /// Waits while the collector is behind (on reclaiming, or on estimating), so that writers of large values cannot outrun
-    /// it and let garbage grow without bound (as writers wait for compaction when level 0 is
-    /// full). Called by a writer before it joins the writer queue: the collector needs the
+    /// Waits while the collector is behind (on reclaiming, or on estimating), so that writers of
+    /// large values cannot outrun it and let garbage grow without bound (as writers wait for
+    /// compaction when level 0 is full). Called by a writer before it joins the writer queue: the collector needs the
     /// queue to move values.
     ///
     /// # Errors
@@ -493,31 +505,29 @@ fn rewrite_claimed(inner: &Arc<DbInner>, numbers: &[u64]) -> Result<()> {
             });
         }
     }
-    // Without a new file nothing moves, but the relocation still makes the writes that
-    // superseded the dropped values durable (a synced batch does the same when values move).
-    let (mut relocated_seqno, _) = if output.is_none() {
-        relocate(inner, &[])?
-    } else {
-        (0, 0)
-    };
-    if let Some(mut out) = output {
-        out.sync()?;
-        inner.env.sync_dir(&inner.dir)?;
-        let meta = BlobFileMeta {
-            number: out.number(),
-            file_size: out.len(),
-            value_bytes: out.value_bytes(),
-        };
-        drop(out);
-        add_and_wait(inner, meta)?;
-        let (seqno, skipped) = relocate(inner, &moves)?;
-        relocated_seqno = seqno;
-        let mut state = inner.lock_state();
-        if skipped > 0 {
-            state.blob_gc.garbage.push((meta.number, skipped));
+    let relocated_seqno = match output {
+        // Nothing moves, but the relocation still makes the writes that superseded the
+        // dropped values durable (a synced batch does the same when values move).
+        None => relocate(inner, &[])?.0,
+        Some(mut out) => {
+            out.sync()?;
+            inner.env.sync_dir(&inner.dir)?;
+            let meta = BlobFileMeta {
+                number: out.number(),
+                file_size: out.len(),
+                value_bytes: out.value_bytes(),
+            };
+            drop(out);
+            add_and_wait(inner, meta)?;
+            let (seqno, skipped) = relocate(inner, &moves)?;
+            let mut state = inner.lock_state();
+            if skipped > 0 {
+                state.blob_gc.garbage.push((meta.number, skipped));
+            }
+            state.pending_outputs.remove(&meta.number);
+            seqno
         }
-        state.pending_outputs.remove(&meta.number);
-    }
+    };
     let state = &mut *inner.lock_state();
     for &number in numbers {
         state.blob_gc.to_remove.push((number, relocated_seqno + 1));

@@ -155,7 +155,7 @@ impl DbInner {
             .fetch_add(appended_now, Ordering::Relaxed);
         drop(blobs);
         // Every quarter file, the collector re-estimates the garbage of unflushed overwrites.
-        let quarter = (self.options.blob_file_size / 4) as u64;
+        let quarter = self.estimate_interval();
         if total / quarter != (total + appended_now) / quarter {
             self.blob_gc_work.notify_all();
         }
@@ -176,6 +176,11 @@ impl DbInner {
         self.blob_mem_bytes.store(0, Ordering::Relaxed);
     }
 
+    /// The blob bytes appended between two estimates of unflushed garbage: a quarter file.
+    pub(crate) fn estimate_interval(&self) -> u64 {
+        (self.options.blob_file_size / 4) as u64
+    }
+
     /// The blob bytes that fill a memtable: [`BLOB_FILES_PER_MEMTABLE`] files' worth.
     pub(crate) fn blob_bytes_per_memtable(&self) -> u64 {
         BLOB_FILES_PER_MEMTABLE * self.options.blob_file_size as u64
@@ -183,8 +188,8 @@ impl DbInner {
 
     /// Syncs every sealed blob file (those of the memtable being flushed, and any the current
     /// memtable filled: a version may list a file before a table points into it) and hands
-    /// back their descriptions for the flush's version edit. The files stay in `sealed` until the edit is applied, so that a
-    /// synced write meanwhile still finds them synced.
+    /// back their descriptions for the flush's version edit. The files stay in `sealed` until
+    /// the edit is applied, so that a synced write meanwhile still finds them synced.
     pub(crate) fn sync_sealed_blob_files(&self) -> Result<Vec<BlobFileMeta>> {
         // Write the sealed files' data back first without the lock, through handles of our
         // own (a sync covers the whole file, whichever handle asks), so that writers appending
@@ -334,13 +339,13 @@ pub(crate) fn superseded_blob_values(
     let mut count = |p: BlobPointer| *garbage.entry(p.file).or_default() += p.len;
     let mut iter = mem.iter();
     iter.seek_to_first();
-    let mut current: Option<Vec<u8>> = None;
+    // The user key of the previous entry (one buffer, reused).
+    let mut current: Vec<u8> = Vec::new();
+    let mut first = true;
     while iter.valid() {
         let parsed = ParsedInternalKey::parse(iter.key())
             .expect("MemTable invariant: its keys are internal keys it built");
-        let same_key = current
-            .as_deref()
-            .is_some_and(|k| ucmp.compare(parsed.user_key, k).is_eq());
+        let same_key = !first && ucmp.compare(parsed.user_key, &current).is_eq();
         if same_key {
             if parsed.kind == ValueKind::BlobPointer {
                 if let Some(p) = BlobPointer::decode(iter.value()) {
@@ -351,11 +356,20 @@ pub(crate) fn superseded_blob_values(
             if let Some(p) = older(parsed.user_key)? {
                 count(p);
             }
-            current = Some(parsed.user_key.to_vec());
+            current.clear();
+            current.extend_from_slice(parsed.user_key);
+            first = false;
         }
         iter.next();
     }
     Ok(garbage.into_iter().collect())
+}
+
+/// True if flushing `mem` onto `version` can make blob garbage: `mem` holds pointers, or the
+/// tables may (the version lists blob files). Otherwise counting is skipped, at no cost to
+/// databases without blob files.
+pub(crate) fn may_supersede_blob_values(mem: &MemTable, version: &Version) -> bool {
+    mem.holds_blob_pointers() || !version.blob_files.is_empty()
 }
 
 /// `older` for [`superseded_blob_values`]: the newest entry for a key in `mem` (an older

@@ -122,7 +122,7 @@ pub(crate) struct DbInner {
     /// The blob files being written; see `blobs.rs` for the locking.
     pub(crate) blob_writers: Mutex<blobs::BlobWriters>,
     /// Blob bytes appended since the last memtable switch, for the switch to read without a
-    /// lock: a memtable holding `BLOB_BYTES_PER_MEMTABLE_FILES` blob files' worth is full.
+    /// lock: a memtable holding `blobs::BLOB_FILES_PER_MEMTABLE` blob files' worth is full.
     pub(crate) blob_mem_bytes: AtomicU64,
     /// Blob bytes appended since the database opened (only grows): paces the collector's
     /// estimates of unflushed garbage.

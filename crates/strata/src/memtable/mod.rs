@@ -13,6 +13,7 @@ mod sync;
 #[cfg(all(test, loom))]
 pub(crate) use skiplist::loom_model;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::error::Result;
@@ -40,7 +41,7 @@ pub(crate) struct MemTable {
     comparator: InternalKeyComparator,
     /// Set once a batch holding a blob pointer was added. Read after the memtable became
     /// immutable (its writes happened before, through the state mutex), so `Relaxed` suffices.
-    holds_blob_pointers: std::sync::atomic::AtomicBool,
+    holds_blob_pointers: AtomicBool,
 }
 
 impl MemTable {
@@ -48,7 +49,7 @@ impl MemTable {
         MemTable {
             list: SkipList::new(comparator.clone()),
             comparator,
-            holds_blob_pointers: std::sync::atomic::AtomicBool::new(false),
+            holds_blob_pointers: AtomicBool::new(false),
         }
     }
 
@@ -56,8 +57,7 @@ impl MemTable {
     /// Adds an entry. `seqno` must not have been used in this memtable before.
     pub(crate) fn add(&self, seqno: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
         if kind == ValueKind::BlobPointer {
-            self.holds_blob_pointers
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+            self.holds_blob_pointers.store(true, Ordering::Relaxed);
         }
         self.list.insert(user_key, pack_tag(seqno, kind), value);
     }
@@ -65,8 +65,7 @@ impl MemTable {
     /// Adds every operation of `batch` at its seqnos, under one acquisition of the writer lock.
     pub(crate) fn add_batch(&self, batch: &crate::batch::WriteBatch) {
         if batch.has_blob_pointers() {
-            self.holds_blob_pointers
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+            self.holds_blob_pointers.store(true, Ordering::Relaxed);
         }
         let entries = (batch.seqno()..).zip(batch.iter()).map(|(seqno, op)| {
             // A `WriteBatch` is well-formed by construction: `put` and `delete` build it, and
@@ -79,8 +78,7 @@ impl MemTable {
 
     /// True if some entry added is a blob pointer.
     pub(crate) fn holds_blob_pointers(&self) -> bool {
-        self.holds_blob_pointers
-            .load(std::sync::atomic::Ordering::Relaxed)
+        self.holds_blob_pointers.load(Ordering::Relaxed)
     }
 
     /// The newest entry for `user_key` with seqno `<= snapshot`, if the memtable has one.
