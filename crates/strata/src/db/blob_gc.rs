@@ -306,8 +306,14 @@ fn candidates<'s>(
     state: &'s super::DbState,
 ) -> impl Iterator<Item = (f64, u64, &'s crate::version::version::BlobFileState)> + 's {
     let gc = &state.blob_gc;
-    let queued =
-        move |n: u64| gc.removing.contains(&n) || gc.to_remove.iter().any(|&(r, _)| r == n);
+    // A file some unfinished write appended to may hold values whose pointers are not in a
+    // memtable yet: they would look dead.
+    let being_written = inner.blob_files_being_written();
+    let queued = move |n: u64| {
+        gc.removing.contains(&n)
+            || gc.to_remove.iter().any(|&(r, _)| r == n)
+            || being_written.contains(&n)
+    };
     state
         .versions
         .current_ref()

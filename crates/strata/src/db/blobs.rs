@@ -46,6 +46,30 @@ pub(crate) struct BlobWriters {
     /// A blob file was created since the directory was last synced: its name would not
     /// survive a power loss yet.
     dir_entry_unsynced: bool,
+    /// Per blob file, the writes that appended values to it and have not yet returned (their
+    /// pointers may not be in a memtable yet). Garbage collection must not rewrite such a
+    /// file: it would take those values for dead. Only the active file gains entries, so once
+    /// a closed file's count is zero, every pointer into it is visible.
+    in_flight: HashMap<u64, usize>,
+}
+
+/// A write's claim on the blob file it appended values to, until the write returns; see
+/// `BlobWriters::in_flight`.
+pub(crate) struct AppendInFlight<'a> {
+    inner: &'a DbInner,
+    file: u64,
+}
+
+impl Drop for AppendInFlight<'_> {
+    fn drop(&mut self) {
+        let mut blobs = self.inner.lock_blob_writers();
+        if let Some(n) = blobs.in_flight.get_mut(&self.file) {
+            *n -= 1;
+            if *n == 0 {
+                blobs.in_flight.remove(&self.file);
+            }
+        }
+    }
 }
 
 impl BlobWriters {
@@ -64,6 +88,12 @@ impl BlobWriters {
 }
 
 impl DbInner {
+    /// The blob files some unfinished write appended values to (see
+    /// `BlobWriters::in_flight`).
+    pub(crate) fn blob_files_being_written(&self) -> Vec<u64> {
+        self.lock_blob_writers().in_flight.keys().copied().collect()
+    }
+
     fn lock_blob_writers(&self) -> MutexGuard<'_, BlobWriters> {
         self.blob_writers.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -108,16 +138,20 @@ impl DbInner {
     /// `batch` with every value of at least `Options::blob_threshold` bytes appended to the
     /// active blob file and replaced by its pointer; `batch` itself when there is none. The
     /// appended bytes are handed to the file system before this returns, so that a process
-    /// kill after the log write cannot lose them.
-    pub(crate) fn separate_values(&self, batch: WriteBatch) -> Result<WriteBatch> {
+    /// kill after the log write cannot lose them. The claim returned with it must be held
+    /// until the write has returned (its pointers are then in a memtable, or never will be).
+    pub(crate) fn separate_values(
+        &self,
+        batch: WriteBatch,
+    ) -> Result<(WriteBatch, Option<AppendInFlight<'_>>)> {
         let Some(threshold) = self.options.blob_threshold else {
-            return Ok(batch);
+            return Ok((batch, None));
         };
         let large = |op: &crate::batch::BatchOp<'_>| {
             op.kind == ValueKind::Value && op.value.len() >= threshold
         };
         if !batch.iter().any(|op| op.is_ok_and(|op| large(&op))) {
-            return Ok(batch);
+            return Ok((batch, None));
         }
         self.wait_for_blob_gc()?;
         // A blob file that cannot be created stops writes too, as a log that cannot be.
@@ -125,6 +159,7 @@ impl DbInner {
             .blob_writers_with_active()
             .inspect_err(|e| self.blob_write_failed(e))?;
         let writer = blobs.active.as_mut().expect("opened above");
+        let file = writer.number();
         let len_before = writer.len();
         let mut out = WriteBatch::with_capacity(batch.count() as usize * 48);
         let appended = (|| {
@@ -153,7 +188,10 @@ impl DbInner {
         let total = self
             .blob_appended_bytes
             .fetch_add(appended_now, Ordering::Relaxed);
+        // Claimed under the same lock as the append, before the file can be closed and listed.
+        *blobs.in_flight.entry(file).or_default() += 1;
         drop(blobs);
+        let claim = AppendInFlight { inner: self, file };
         // Every quarter file, the collector re-estimates the garbage of unflushed overwrites.
         let quarter = self.estimate_interval();
         if total / quarter != (total + appended_now) / quarter {
@@ -163,7 +201,7 @@ impl DbInner {
             self.blob_write_failed(&e);
             return Err(e);
         }
-        Ok(out)
+        Ok((out, Some(claim)))
     }
 
     /// Closes the active blob file at a memtable switch: it belongs to the memtable becoming

@@ -116,7 +116,8 @@ pub(crate) fn write(inner: &Arc<DbInner>, options: &WriteOptions, batch: WriteBa
     validate(&batch)?;
     // Large values go to a blob file now, in the writer's own thread, so that the group
     // commit below merges small pointer batches.
-    let batch = inner.separate_values(batch)?;
+    // `_appending` keeps the blob file from being rewritten until this write returns.
+    let (batch, _appending) = inner.separate_values(batch)?;
     let me = Arc::new(PendingWrite {
         size: batch.approximate_size(),
         batch: Mutex::new(batch),
