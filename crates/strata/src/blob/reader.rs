@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{BlobPointer, BLOB_FORMAT_VERSION, BLOB_HEADER_LEN, BLOB_MAGIC, RECORD_HEADER_LEN};
-use crate::coding::{crc32c, decode_fixed32, decode_fixed64, unmask_crc};
+use crate::coding::{crc32c, crc32c_extend, decode_fixed32, decode_fixed64, unmask_crc};
 use crate::env::{Env, RandomAccessFile};
 use crate::error::{Error, Result};
 use crate::table::format::decompress_snappy;
@@ -219,7 +219,7 @@ impl BlobScanner {
             return Some(Err(e));
         }
         let stored = body.split_off(key_len as usize);
-        if crc32c::crc32c_append(crc32c(&header[4..]), &body) != unmask_crc(crc) {
+        if crc32c_extend(crc32c(&header[4..]), &body) != unmask_crc(crc) {
             return self.corrupt(start, "blob record header checksum mismatch");
         }
         let value_crc = decode_fixed32(&header[17..]).expect("4 bytes");

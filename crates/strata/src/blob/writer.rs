@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{BlobPointer, BLOB_FORMAT_VERSION, BLOB_HEADER_LEN, BLOB_MAGIC, RECORD_HEADER_LEN};
-use crate::coding::{crc32c, mask_crc, put_fixed32, put_fixed64};
+use crate::coding::{crc32c, crc32c_extend, mask_crc, put_fixed32, put_fixed64};
 use crate::env::{Env, WritableFile};
 use crate::error::{Error, Result};
 use crate::filename::blob_file;
@@ -161,7 +161,7 @@ impl BlobFileWriter {
         let value_crc = mask_crc(crc32c(stored));
         put_fixed32(header, value_crc);
         debug_assert_eq!(header.len(), RECORD_HEADER_LEN);
-        let header_crc = crc32c::crc32c_append(crc32c(&header[4..]), key);
+        let header_crc = crc32c_extend(crc32c(&header[4..]), key);
         header[..4].copy_from_slice(&mask_crc(header_crc).to_le_bytes());
         let pointer = BlobPointer {
             file: self.number,
