@@ -149,7 +149,7 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// The bytes a hex string spells (either case).
 pub fn unhex(text: &[u8]) -> Result<Vec<u8>, String> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(format!("odd number of hex digits ({})", text.len()));
     }
     let digit = |i: usize| -> Result<u8, String> {

@@ -95,8 +95,8 @@ fn write(db: &Db, writer: usize, n: u64) -> strata::Result<()> {
             db.write(&WriteOptions::default(), batch)
         }
         _ => {
-            let len = if n % 50 == 0 { 20 << 10 } else { 64 };
-            let sync = n % 10 == 0;
+            let len = if n.is_multiple_of(50) { 20 << 10 } else { 64 };
+            let sync = n.is_multiple_of(10);
             db.put(&WriteOptions { sync }, &keys_of(2, n)[0], &value(n, len))
         }
     }

@@ -410,7 +410,7 @@ fn crash_states(mem: &MemEnv, op: &FileOp<'_>, progress: &Progress) -> Vec<Crash
         },
     ];
     let mut n = 0u64;
-    let partial = mem.crash_clone_with(seed % 2 == 0, &mut |_, bytes, synced_len| {
+    let partial = mem.crash_clone_with(seed.is_multiple_of(2), &mut |_, bytes, synced_len| {
         n += 1;
         let unsynced = (bytes.len() - synced_len) as u64;
         let keep = synced_len + (mix(seed ^ n) % (unsynced + 1)) as usize;
@@ -439,7 +439,7 @@ fn crash_states(mem: &MemEnv, op: &FileOp<'_>, progress: &Progress) -> Vec<Crash
             let boundaries = (end - 1 - first_boundary) / SECTOR + 1;
             let boundary = first_boundary + (seed % boundaries) * SECTOR;
             let mut bytes = data[..(boundary - base) as usize].to_vec();
-            let zeros = seed % 3 == 0;
+            let zeros = seed.is_multiple_of(3);
             bytes.extend((0..SECTOR).map(|j| if zeros { 0 } else { mix(seed ^ j) as u8 }));
             states.push(CrashState {
                 mode: if zeros { "zeroed" } else { "garbled" },

@@ -47,7 +47,13 @@ fn concurrent_writers_readers_snapshots_iterators_and_compactions_stay_consisten
                     b.put(format!("w{t}/{k}").as_bytes(), &v);
                 }
                 b.put(format!("w{t}/log/{n:08}").as_bytes(), &[7u8; 200]);
-                db.write(&WriteOptions { sync: n % 50 == 0 }, b).unwrap();
+                db.write(
+                    &WriteOptions {
+                        sync: n.is_multiple_of(50),
+                    },
+                    b,
+                )
+                .unwrap();
                 committed.fetch_add(1, Ordering::Relaxed);
             }
             done.send("writer").unwrap();

@@ -31,7 +31,7 @@ fn batch(i: u64) -> WriteBatch {
     let v = format!("{i:010}-{}", "v".repeat((i % 97) as usize));
     b.put(format!("a{:05}", i % 5000).as_bytes(), v.as_bytes());
     b.put(format!("b{:05}", i % 5000).as_bytes(), v.as_bytes());
-    if i % 11 == 0 {
+    if i.is_multiple_of(11) {
         b.delete(format!("a{:05}", (i * 7) % 5000).as_bytes());
         b.delete(format!("b{:05}", (i * 7) % 5000).as_bytes());
     }

@@ -50,8 +50,8 @@ const LINK_BYTES: usize = std::mem::size_of::<AtomicPtr<NodeHeader>>();
 // Links sit right after the header in 8-byte aligned arena memory (loom's atomics included).
 const _: () = assert!(
     std::mem::align_of::<AtomicPtr<NodeHeader>>() <= 8
-        && HEADER_BYTES % 8 == 0
-        && LINK_BYTES % 8 == 0
+        && HEADER_BYTES.is_multiple_of(8)
+        && LINK_BYTES.is_multiple_of(8)
 );
 
 type Node = *mut NodeHeader;
@@ -200,7 +200,7 @@ impl SkipList {
             *state ^= *state << 25;
             *state ^= *state >> 27;
             let r = (state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32;
-            if height < MAX_HEIGHT && r % BRANCHING == 0 {
+            if height < MAX_HEIGHT && r.is_multiple_of(BRANCHING) {
                 height += 1;
             } else {
                 return height;

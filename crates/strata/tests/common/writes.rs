@@ -27,7 +27,7 @@ pub enum Shape {
 /// seventh write also deletes two keys; more per [`Shape`].
 pub fn batch(i: u64, shape: Shape) -> WriteBatch {
     let mut b = WriteBatch::new();
-    let len = if shape == Shape::Big && i % 5 == 0 {
+    let len = if shape == Shape::Big && i.is_multiple_of(5) {
         40 << 10
     } else {
         (i % 61) as usize
