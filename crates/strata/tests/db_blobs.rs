@@ -824,3 +824,130 @@ fn check_reads_every_blob_record_and_names_a_damaged_one() {
         .iter()
         .any(|d| d.to_string().contains("missing")));
 }
+
+/// A point where a thread of the database stops, once armed, until the test opens it.
+#[derive(Default)]
+struct Gate {
+    /// (armed, a thread is waiting at it, open)
+    state: std::sync::Mutex<(bool, bool, bool)>,
+    changed: std::sync::Condvar,
+}
+
+impl Gate {
+    fn arm(&self) {
+        self.state.lock().unwrap().0 = true;
+    }
+
+    /// Called by the database's thread: stops here while armed and not open.
+    fn pass(&self) {
+        let mut s = self.state.lock().unwrap();
+        if !s.0 || s.2 {
+            return;
+        }
+        s.1 = true;
+        self.changed.notify_all();
+        while !s.2 {
+            s = self.changed.wait(s).unwrap();
+        }
+    }
+
+    fn wait_until_reached(&self, what: &str) {
+        let s = self.state.lock().unwrap();
+        let (s, timeout) = self
+            .changed
+            .wait_timeout_while(s, std::time::Duration::from_secs(20), |s| !s.1)
+            .unwrap();
+        assert!(!timeout.timed_out(), "timed out waiting for {what}");
+        drop(s);
+    }
+
+    fn open(&self) {
+        self.state.lock().unwrap().2 = true;
+        self.changed.notify_all();
+    }
+}
+
+/// A write appends its value to the active blob file, then queues; its pointer reaches the
+/// memtable only after its log write. If, in between, its value fills the file (closing it), a
+/// flush lists the file and the collector picks it, the collector must not take the value for
+/// dead: the file is skipped while a write that appended to it has not returned. Here the
+/// write is held at its log append while that happens; without the rule the collector removes
+/// the file and the write's value is lost.
+#[test]
+fn a_blob_file_is_not_rewritten_while_a_write_that_appended_to_it_is_unfinished() {
+    use strata::env::{FaultEnv, FileOp, OpKind};
+    let mem = MemEnv::new();
+    let env = Arc::new(FaultEnv::new(mem.clone()));
+    let table_created = Arc::new(Gate::default());
+    let log_appended = Arc::new(Gate::default());
+    let (table_gate, log_gate) = (table_created.clone(), log_appended.clone());
+    env.set_observer(Some(Arc::new(move |op: &FileOp<'_>| {
+        let name = op.path.to_string_lossy();
+        match op.kind {
+            OpKind::Create if name.ends_with(".ldb") => table_gate.pass(),
+            OpKind::Append if name.ends_with(".log") => log_gate.pass(),
+            _ => {}
+        }
+    })));
+    let options = Options {
+        create_if_missing: true,
+        blob_threshold: Some(THRESHOLD),
+        blob_file_size: 1 << 20,
+        ..Options::default()
+    }
+    .with_env(env.clone());
+    let db = Arc::new(Db::open("/db", options).unwrap());
+    let big = 600 << 10;
+    let w = WriteOptions::default();
+    db.put(&w, b"a", b"small").unwrap();
+
+    // A flush of the memtable holding "a", held before it writes its table.
+    table_created.arm();
+    let flush = {
+        let db = db.clone();
+        std::thread::spawn(move || db.compact_range(None, None))
+    };
+    table_created.wait_until_reached("the flush");
+    // The next blob file gets "b"'s value, which is then overwritten: garbage the collector
+    // estimates, enough to rewrite the file (half of it).
+    db.put(&w, b"b", &value(1, big)).unwrap();
+    db.put(&w, b"b", b"small").unwrap();
+    let file = blob_files(&db)
+        .into_iter()
+        .find(|f| f.2.is_none())
+        .expect("a pending blob file")
+        .0;
+    // "c"'s value fills the file past 1 MiB, closing it; the write is held at its log append,
+    // its pointer in no memtable yet.
+    log_appended.arm();
+    let write = {
+        let db = db.clone();
+        std::thread::spawn(move || db.put(&WriteOptions::default(), b"c", &value(2, big)))
+    };
+    log_appended.wait_until_reached("the write of c");
+    table_created.open();
+    flush.join().unwrap().unwrap();
+    assert!(
+        listed_blob_files(&db).contains(&file),
+        "the flush lists the closed blob file {file}: {:?}",
+        blob_files(&db)
+    );
+    // The collector estimates the overwrite of "b" after the flush and picks the file at
+    // once, unless it is skipped; give it time to act before the write goes on.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    log_appended.open();
+    write.join().unwrap().unwrap();
+    db.collect_blob_garbage().unwrap();
+    assert_eq!(
+        db.get(&ReadOptions::default(), b"c").unwrap(),
+        Some(value(2, big))
+    );
+    let model: BTreeMap<Vec<u8>, Vec<u8>> = [
+        (b"a".to_vec(), b"small".to_vec()),
+        (b"b".to_vec(), b"small".to_vec()),
+        (b"c".to_vec(), value(2, big)),
+    ]
+    .into();
+    check_all(&db, &model);
+    env.set_observer(None);
+}

@@ -412,7 +412,7 @@ fn churn(
         x ^= x >> 17;
         x ^= x << 5;
         let k = user(x % 60_000);
-        if x % 7 == 0 {
+        if x.is_multiple_of(7) {
             delete(&k);
             model.remove(&k);
         } else {
