@@ -266,18 +266,17 @@ impl Harness {
         if !self.blobs || self.uncertain.is_some() {
             return;
         }
-        let listing = self.db().property("strata.blob-files").unwrap_or_default();
+        let files = self.db().blob_files();
         let mut not_garbage = 0u64;
-        for line in listing.lines() {
-            let f: Vec<&str> = line.split(' ').collect();
-            let value_bytes: u64 = f[2].parse().expect("a number");
-            let garbage: u64 = f[3].parse().unwrap_or(0);
+        for f in &files {
+            let garbage = f.garbage_bytes.unwrap_or(0);
             assert!(
-                garbage <= value_bytes,
-                "blob file {} counts {garbage} bytes of garbage of {value_bytes}",
-                f[0]
+                garbage <= f.value_bytes,
+                "blob file {} counts {garbage} bytes of garbage of {}",
+                f.number,
+                f.value_bytes
             );
-            not_garbage += value_bytes - garbage;
+            not_garbage += f.value_bytes - garbage;
         }
         let live: u64 = self
             .model
@@ -288,7 +287,7 @@ impl Harness {
         assert!(
             not_garbage >= live,
             "blob files hold {not_garbage} bytes not counted as garbage, but {live} bytes of \
-             large values are live:\n{listing}"
+             large values are live:\n{files:?}"
         );
     }
 

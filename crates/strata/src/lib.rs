@@ -91,7 +91,7 @@ pub mod version;
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use check::{check, CheckReport};
 pub use comparator::{bytewise, BytewiseComparator, Comparator};
-pub use db::{destroy, Db, DbIterator, RangeIter, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use db::{destroy, BlobFileInfo, Db, DbIterator, RangeIter, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use env::{CrashMode, Env, MemEnv, PosixEnv};
 pub use error::{Error, Result};
 pub use options::{Options, ReadOptions, WriteOptions};

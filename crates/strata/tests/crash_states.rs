@@ -362,11 +362,10 @@ fn workloads() -> Vec<Workload> {
 
 /// The blob files the database's current version lists.
 fn blob_file_numbers(db: &Db) -> Vec<u64> {
-    db.property("strata.blob-files")
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.ends_with("pending"))
-        .filter_map(|l| l.split(' ').next()?.parse().ok())
+    db.blob_files()
+        .into_iter()
+        .filter(|f| f.garbage_bytes.is_some())
+        .map(|f| f.number)
         .collect()
 }
 

@@ -353,23 +353,47 @@ fn a_damaged_blob_value_is_a_corruption_error_naming_the_blob_file() {
     assert!(it.status().unwrap_err().is_corruption());
 }
 
-/// `strata.blob-files`, parsed: (number, value bytes, garbage bytes or None if pending).
+/// The blob files: (number, value bytes, garbage bytes or None if pending).
 fn blob_files(db: &Db) -> Vec<(u64, u64, Option<u64>)> {
-    db.property("strata.blob-files")
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let f: Vec<&str> = line.split(' ').collect();
-            (
-                f[0].parse().unwrap(),
-                f[2].parse().unwrap(),
-                f[3].parse().ok(),
-            )
-        })
+    db.blob_files()
+        .into_iter()
+        .map(|f| (f.number, f.value_bytes, f.garbage_bytes))
         .collect()
 }
 
-/// The garbage bytes `strata.blob-files` reports for blob file `file`.
+#[test]
+fn the_blob_file_property_is_the_typed_list_as_text() {
+    let env = MemEnv::new();
+    let db = Db::open("/db", no_gc_options(&env)).unwrap();
+    assert_eq!(db.property("strata.blob-files").as_deref(), Some(""));
+    for i in 0..4 {
+        db.put(&WriteOptions::default(), &key(i), &value(i, 5000))
+            .unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.put(&WriteOptions::default(), &key(0), &value(9, 5000))
+        .unwrap();
+    db.compact_range(None, None).unwrap();
+    db.put(&WriteOptions::default(), &key(1), &value(9, 7000))
+        .unwrap();
+    let files = db.blob_files();
+    assert!(files.len() >= 3, "{files:?}");
+    assert!(
+        files.iter().any(|f| f.garbage_bytes == Some(5000)),
+        "{files:?}"
+    );
+    assert!(files.iter().any(|f| f.garbage_bytes.is_none()), "{files:?}");
+    let text: String = files
+        .iter()
+        .map(|f| {
+            let garbage = f.garbage_bytes.map_or("pending".into(), |g| g.to_string());
+            format!("{} {} {} {garbage}\n", f.number, f.file_size, f.value_bytes)
+        })
+        .collect();
+    assert_eq!(db.property("strata.blob-files"), Some(text));
+}
+
+/// The garbage bytes counted for blob file `file`.
 fn garbage_of(db: &Db, file: u64) -> u64 {
     let files = blob_files(db);
     let f = files.iter().find(|f| f.0 == file);

@@ -10,7 +10,7 @@ use serde_json::json;
 use strata::check::{CheckReport, CheckedFile, FileKind};
 use strata::filter::BloomFilterPolicy;
 use strata::version::NUM_LEVELS;
-use strata::Options;
+use strata::{BlobFileInfo, Options};
 
 use super::{open_read_only, output};
 use crate::error::{CliError, DAMAGE_FOUND};
@@ -99,6 +99,7 @@ pub fn stats(db: &Path, json: bool, flags: &ReadFlags) -> Result<ExitCode, CliEr
         let value = handle.property(&name).unwrap_or_default();
         properties.push((name, value));
     }
+    let blob_files = handle.blob_files();
     drop(handle);
     let report = strata::check(db, &options)?;
 
@@ -142,8 +143,13 @@ pub fn stats(db: &Path, json: bool, flags: &ReadFlags) -> Result<ExitCode, CliEr
             records: log_records,
             operations: log_operations,
         };
-        write_stats_text(&mut out, db, &report, &levels, &total, &properties, &logs)
-            .map_err(CliError::output)?;
+        let figures = StatsFigures {
+            levels: &levels,
+            total: &total,
+            logs: &logs,
+            blob_files: &blob_files,
+        };
+        write_stats_text(&mut out, db, &report, &figures, &properties).map_err(CliError::output)?;
     }
     out.flush().map_err(CliError::output)?;
     if !report.is_sound() {
@@ -164,15 +170,27 @@ struct LogFigures {
     operations: u64,
 }
 
+/// What `stats` prints besides the check report and the properties.
+struct StatsFigures<'a> {
+    levels: &'a [LevelFigures; NUM_LEVELS],
+    total: &'a LevelFigures,
+    logs: &'a LogFigures,
+    blob_files: &'a [BlobFileInfo],
+}
+
 fn write_stats_text(
     out: &mut dyn Write,
     db: &Path,
     report: &CheckReport,
-    levels: &[LevelFigures; NUM_LEVELS],
-    total: &LevelFigures,
+    figures: &StatsFigures<'_>,
     properties: &[(String, String)],
-    logs: &LogFigures,
 ) -> std::io::Result<()> {
+    let StatsFigures {
+        levels,
+        total,
+        logs,
+        blob_files,
+    } = *figures;
     writeln!(out, "database       {}", db.display())?;
     writeln!(
         out,
@@ -193,25 +211,13 @@ fn write_stats_text(
         logs.records,
         logs.operations
     )?;
-    let blobs: Vec<(u64, u64)> = properties
-        .iter()
-        .find(|(n, _)| n == "strata.blob-files")
-        .map(|(_, v)| {
-            v.lines()
-                .filter_map(|l| {
-                    let f: Vec<&str> = l.split(' ').collect();
-                    Some((f.get(1)?.parse().ok()?, f.get(3)?.parse().unwrap_or(0)))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    if !blobs.is_empty() {
-        let bytes: u64 = blobs.iter().map(|b| b.0).sum();
-        let garbage: u64 = blobs.iter().map(|b| b.1).sum();
+    if !blob_files.is_empty() {
+        let bytes: u64 = blob_files.iter().map(|b| b.file_size).sum();
+        let garbage: u64 = blob_files.iter().filter_map(|b| b.garbage_bytes).sum();
         writeln!(
             out,
             "blob files     {} ({}, of which {} no entry reaches)",
-            blobs.len(),
+            blob_files.len(),
             human(bytes),
             human(garbage)
         )?;

@@ -163,6 +163,33 @@ pub(crate) struct DbInner {
     pub(crate) _lock: Option<Box<dyn FileLock>>,
 }
 
+/// A blob file of a database, as [`Db::blob_files`] lists it.
+///
+/// # Example
+///
+/// ```
+/// use strata::{Db, Options, WriteOptions};
+/// # let dir = tempfile::tempdir().unwrap();
+/// let options = Options { create_if_missing: true, blob_threshold: Some(1024), ..Options::default() };
+/// let db = Db::open(dir.path(), options)?;
+/// db.put(&WriteOptions::default(), b"k", &[7; 10_000])?;
+/// let total: u64 = db.blob_files().iter().map(|f| f.value_bytes).sum();
+/// assert_eq!(total, 10_000);
+/// # Ok::<(), strata::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobFileInfo {
+    /// The file's number: it is `NNNNNN.blob` in the database's directory.
+    pub number: u64,
+    /// Its length in bytes (for a listed file, as far as the version counts it).
+    pub file_size: u64,
+    /// The bytes of the values it holds, as stored (compressed or not).
+    pub value_bytes: u64,
+    /// The value bytes no entry reaches any more, as flushes have counted them; `None` for a
+    /// file whose memtable is not flushed yet.
+    pub garbage_bytes: Option<u64>,
+}
+
 /// An open database.
 ///
 /// `Db` is `Send + Sync`: share it between threads with `Arc` (or by reference in scoped
@@ -563,6 +590,36 @@ impl Db {
     /// ```
     pub fn property(&self, name: &str) -> Option<String> {
         properties::property(&self.inner, name)
+    }
+
+    /// The database's blob files (key-value separation, `Options::blob_threshold`): those the
+    /// current version lists, with the garbage counted in each so far, then those of memtables
+    /// not flushed yet (`garbage_bytes` is `None`). Empty for a database without blob files.
+    /// `strata.blob-files` is the same list as text.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let options = Options {
+    ///     create_if_missing: true,
+    ///     blob_threshold: Some(1024),
+    ///     ..Options::default()
+    /// };
+    /// let db = Db::open(dir.path(), options)?;
+    /// db.put(&WriteOptions::default(), b"k", &[7; 10_000])?;
+    /// let files = db.blob_files();
+    /// assert_eq!(files.len(), 1);
+    /// assert_eq!((files[0].value_bytes, files[0].garbage_bytes), (10_000, None));
+    ///
+    /// db.put(&WriteOptions::default(), b"k", b"small")?;
+    /// db.compact_range(None, None)?; // the flush counts the overwritten value as garbage
+    /// let listed: Vec<_> = db.blob_files().into_iter().filter(|f| f.garbage_bytes.is_some()).collect();
+    /// assert!(listed.iter().all(|f| f.garbage_bytes == Some(f.value_bytes)), "{listed:?}");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn blob_files(&self) -> Vec<BlobFileInfo> {
+        properties::blob_file_list(&self.inner)
     }
 
     /// For each range `[start, end)`, the approximate bytes of table data the keys in it take.

@@ -3,31 +3,53 @@
 
 use std::fmt::Write as _;
 
-use super::DbInner;
+use super::{BlobFileInfo, DbInner};
 use crate::key::{append_internal_key, ParsedInternalKey, ValueKind, MAX_SEQNO};
 use crate::version::NUM_LEVELS;
+
+/// The blob files of the current version, then those not in it yet (their memtable is not
+/// flushed): [`Db::blob_files`](super::Db::blob_files).
+pub(crate) fn blob_file_list(inner: &DbInner) -> Vec<BlobFileInfo> {
+    let version = inner.lock_state().versions.current();
+    let mut out: Vec<BlobFileInfo> = version
+        .blob_files
+        .values()
+        .map(|b| BlobFileInfo {
+            number: b.meta.number,
+            file_size: b.meta.file_size,
+            value_bytes: b.meta.value_bytes,
+            garbage_bytes: Some(b.garbage_bytes),
+        })
+        .collect();
+    let blobs = inner.blob_writers.lock().unwrap_or_else(|e| e.into_inner());
+    out.extend(
+        blobs
+            .sealed
+            .iter()
+            .chain(blobs.active.as_ref())
+            .map(|w| BlobFileInfo {
+                number: w.number(),
+                file_size: w.len(),
+                value_bytes: w.value_bytes(),
+                garbage_bytes: None,
+            }),
+    );
+    out
+}
 
 /// `strata.blob-files`: one line per blob file of the current version, `number size
 /// value_bytes garbage_bytes`, then a line per blob file not yet in the version (its memtable is
 /// not flushed), `number size value_bytes pending`.
 fn blob_files(inner: &DbInner) -> String {
-    let version = inner.lock_state().versions.current();
     let mut out = String::new();
-    for b in version.blob_files.values() {
+    for b in blob_file_list(inner) {
+        let garbage = b
+            .garbage_bytes
+            .map_or("pending".to_string(), |g| g.to_string());
         let _ = writeln!(
             out,
-            "{} {} {} {}",
-            b.meta.number, b.meta.file_size, b.meta.value_bytes, b.garbage_bytes
-        );
-    }
-    let blobs = inner.blob_writers.lock().unwrap_or_else(|e| e.into_inner());
-    for w in blobs.sealed.iter().chain(blobs.active.as_ref()) {
-        let _ = writeln!(
-            out,
-            "{} {} {} pending",
-            w.number(),
-            w.len(),
-            w.value_bytes()
+            "{} {} {} {garbage}",
+            b.number, b.file_size, b.value_bytes
         );
     }
     out
