@@ -206,3 +206,25 @@ fn a_writer_refuses_everything_after_a_failure() {
     assert!(w.add(b"b", b"2", Compression::None).is_err());
     assert!(faults.violations().is_empty(), "{:?}", faults.violations());
 }
+
+#[test]
+fn the_cache_opens_a_file_again_after_its_short_handle_is_forgotten() {
+    let env = env();
+    let written = write_some(&env, 8, Compression::None);
+    let cache = BlobCache::new(std::sync::Arc::new(env.clone()), Path::new("/db"), 4);
+    let first = cache.file(8).unwrap();
+    assert!(
+        std::sync::Arc::ptr_eq(&first, &cache.file(8).unwrap()),
+        "kept open"
+    );
+    cache.forget_short_mapping(8);
+    let again = cache.file(8).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&first, &again), "opened anew");
+    // Both handles read every value.
+    for (i, (_, p)) in written.iter().enumerate() {
+        let want = value_of(i as u32, [0usize, 1, 100, 4096, 100_000, 7][i]);
+        assert_eq!(cache.read(p, true).unwrap(), want);
+        let path = crate::filename::blob_file(Path::new("/db"), 8);
+        assert_eq!(read_value(&*first, &path, p, true).unwrap(), want);
+    }
+}

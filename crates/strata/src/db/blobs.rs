@@ -179,8 +179,10 @@ impl DbInner {
         let appended_now = writer.len() - len_before;
         // A full file is closed; the next large value starts a new one. It stays with the
         // sealed files until a flush lists it (every memtable's files are synced by then).
+        let mut closed = None;
         if writer.len() >= self.options.blob_file_size as u64 {
             let full = blobs.active.take().expect("written above");
+            closed = Some(full.number());
             blobs.sealed.push(full);
         }
         self.blob_mem_bytes
@@ -191,6 +193,10 @@ impl DbInner {
         // Claimed under the same lock as the append, before the file can be closed and listed.
         *blobs.in_flight.entry(file).or_default() += 1;
         drop(blobs);
+        if let Some(number) = closed {
+            // Outside the lock: dropping the last handle unmaps it.
+            self.blob_cache.forget_short_mapping(number);
+        }
         let claim = AppendInFlight { inner: self, file };
         // Every quarter file, the collector re-estimates the garbage of unflushed overwrites.
         let quarter = self.estimate_interval();
@@ -209,6 +215,7 @@ impl DbInner {
     pub(crate) fn seal_active_blob_file(&self) {
         let mut blobs = self.lock_blob_writers();
         if let Some(w) = blobs.active.take() {
+            self.blob_cache.forget_short_mapping(w.number());
             blobs.sealed.push(w);
         }
         self.blob_mem_bytes.store(0, Ordering::Relaxed);
