@@ -58,15 +58,10 @@ impl BlobCache {
         read_value(&*file, &blob_file(&self.dir, pointer.file), pointer, verify)
     }
 
-    /// Forgets the handle of blob file `number` if one is open, when the file is closed for
-    /// writing: a handle opened while the file grew maps it only as far as it then reached
-    /// (reads past that take a system call each); the next read opens it again, mapped whole.
-    /// Readers holding the old handle keep it.
-    pub fn forget_short_mapping(&self, number: u64) {
-        self.files.remove(&number);
-    }
-
-    /// Forgets blob file `number` (once it is deleted).
+    /// Forgets blob file `number`: once it is deleted, and when it is closed for writing (a
+    /// handle opened while the file grew maps it only as far as it then reached, and reads past
+    /// that take a system call each; the next read opens it again, mapped whole). Readers
+    /// holding the old handle keep it.
     pub fn evict(&self, number: u64) {
         self.files.remove(&number);
     }

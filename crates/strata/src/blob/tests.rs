@@ -217,7 +217,7 @@ fn the_cache_opens_a_file_again_after_its_short_handle_is_forgotten() {
         std::sync::Arc::ptr_eq(&first, &cache.file(8).unwrap()),
         "kept open"
     );
-    cache.forget_short_mapping(8);
+    cache.evict(8);
     let again = cache.file(8).unwrap();
     assert!(!std::sync::Arc::ptr_eq(&first, &again), "opened anew");
     // Both handles read every value.

@@ -383,8 +383,8 @@ impl DbInner {
 
     /// Waits while the collector is behind (on reclaiming, or on estimating), so that writers of
     /// large values cannot outrun it and let garbage grow without bound (as writers wait for
-    /// compaction when level 0 is full). Called by a writer before it joins the writer queue: the collector needs the
-    /// queue to move values.
+    /// compaction when level 0 is full). Called by a writer before it joins the writer queue:
+    /// the collector needs the queue to move values.
     ///
     /// # Errors
     /// The database's background error, if it stops the collector.

@@ -195,7 +195,7 @@ impl DbInner {
         drop(blobs);
         if let Some(number) = closed {
             // Outside the lock: dropping the last handle unmaps it.
-            self.blob_cache.forget_short_mapping(number);
+            self.blob_cache.evict(number);
         }
         let claim = AppendInFlight { inner: self, file };
         // Every quarter file, the collector re-estimates the garbage of unflushed overwrites.
@@ -214,9 +214,15 @@ impl DbInner {
     /// immutable. Requires the state and log mutexes (lock order).
     pub(crate) fn seal_active_blob_file(&self) {
         let mut blobs = self.lock_blob_writers();
-        if let Some(w) = blobs.active.take() {
-            self.blob_cache.forget_short_mapping(w.number());
+        let closed = blobs.active.take().map(|w| {
+            let number = w.number();
             blobs.sealed.push(w);
+            number
+        });
+        drop(blobs);
+        if let Some(number) = closed {
+            // Outside the blob writers' lock: dropping the last handle unmaps it.
+            self.blob_cache.evict(number);
         }
         self.blob_mem_bytes.store(0, Ordering::Relaxed);
     }
