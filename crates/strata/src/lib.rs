@@ -92,7 +92,7 @@ pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use check::{check, CheckReport};
 pub use comparator::{bytewise, BytewiseComparator, Comparator};
 pub use db::{destroy, BlobFileInfo, Db, DbIterator, RangeIter, MAX_KEY_SIZE, MAX_VALUE_SIZE};
-pub use env::{CrashMode, Env, MemEnv, PosixEnv};
+pub use env::{CrashMode, Env, IoFaults, MemEnv, PosixEnv};
 pub use error::{Error, Result};
 pub use options::{Options, ReadOptions, WriteOptions};
 pub use repair::{repair, RepairReport};

@@ -115,7 +115,7 @@ impl Default for Options {
             compression: Compression::Snappy,
             filter_policy: None,
             comparator: Arc::new(BytewiseComparator),
-            env: Arc::new(PosixEnv),
+            env: Arc::new(PosixEnv::new()),
             reuse_logs: false,
             blob_threshold: None,
             blob_file_size: 16 << 20,

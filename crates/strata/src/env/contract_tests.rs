@@ -219,3 +219,89 @@ fn mem_stale_lock_handle_does_not_release_a_newer_lock() {
     ));
     drop(new);
 }
+
+/// Fails the `n`th write or sync (counting from 0) below the write buffer, writing half of
+/// what a failed write was given first.
+#[derive(Debug)]
+struct FailNth {
+    n: usize,
+    seen: std::sync::atomic::AtomicUsize,
+}
+
+impl FailNth {
+    fn new(n: usize) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(FailNth {
+            n,
+            seen: Default::default(),
+        })
+    }
+
+    fn hit(&self) -> bool {
+        self.seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == self.n
+    }
+}
+
+impl crate::env::IoFaults for FailNth {
+    fn before_write(&self, _path: &Path, len: usize) -> Option<(usize, std::io::Error)> {
+        self.hit().then(|| {
+            (
+                len / 2,
+                std::io::Error::from_raw_os_error(nix::libc::ENOSPC),
+            )
+        })
+    }
+
+    fn before_sync(&self, _path: &Path) -> Option<std::io::Error> {
+        self.hit()
+            .then(|| std::io::Error::from_raw_os_error(nix::libc::EIO))
+    }
+}
+
+#[test]
+fn posix_file_whose_write_failed_is_never_written_again_not_even_at_drop() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = PosixEnv::with_faults(FailNth::new(0));
+    let path = tmp.path().join("f");
+    let mut f = env.new_writable_file(&path).unwrap();
+    f.append(&[1; 100]).unwrap();
+    let e = f.flush().unwrap_err();
+    assert!(e.to_string().contains("No space left"), "{e}");
+    // The disk has room again, but the file's tail is torn: every call fails, naming the
+    // first failure, and dropping the file writes nothing.
+    for e in [f.flush(), f.append(b"x"), f.sync()] {
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains("not written again"), "{e}");
+    }
+    drop(f);
+    assert_eq!(std::fs::read(&path).unwrap(), vec![1; 50]);
+}
+
+#[test]
+fn posix_file_whose_sync_failed_is_never_written_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = PosixEnv::with_faults(FailNth::new(1));
+    let path = tmp.path().join("f");
+    let mut f = env.new_writable_file(&path).unwrap();
+    f.append(b"abc").unwrap();
+    // Write 0 succeeds; the sync (call 1) fails.
+    assert!(f.sync().is_err());
+    f.append(b"def").unwrap_err();
+    drop(f);
+    assert_eq!(std::fs::read(&path).unwrap(), b"abc");
+}
+
+#[test]
+fn posix_directory_sync_faults_are_injected() {
+    #[derive(Debug)]
+    struct DirFails;
+    impl crate::env::IoFaults for DirFails {
+        fn before_sync_dir(&self, _dir: &Path) -> Option<std::io::Error> {
+            Some(std::io::Error::from_raw_os_error(nix::libc::EIO))
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let env = PosixEnv::with_faults(std::sync::Arc::new(DirFails));
+    let e = env.sync_dir(tmp.path()).unwrap_err();
+    assert!(e.to_string().contains("sync directory"), "{e}");
+    PosixEnv::new().sync_dir(tmp.path()).unwrap();
+}

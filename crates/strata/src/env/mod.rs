@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 pub use fault::{FaultEnv, FaultKind, FaultPlan, FileOp, OpKind};
 pub use mem::{CrashMode, MemEnv, Survivor};
-pub use posix::PosixEnv;
+pub use posix::{IoFaults, PosixEnv};
 
 use crate::error::Result;
 

@@ -7,8 +7,17 @@
 //! takes, so LevelDB and strata keep each other out. On Linux they are open-file-description
 //! locks (`F_OFD_SETLK`), which conflict with LevelDB's `F_SETLK` locks but, unlike them, are not
 //! released when some unrelated descriptor of the same file is closed.
+//!
+//! Fail-stop: once a write or sync of a writable file fails, the file is never written again,
+//! by any method and not at drop. After a failed `write` the file may hold any prefix of what
+//! was handed to it; after a failed `fdatasync` the kernel may have dropped the dirty pages.
+//! Writing the buffer again would put a second copy of bytes after a torn first one.
+//!
+//! [`IoFaults`] injects failures into the system calls themselves, below the write buffer, so
+//! that tests exercise exactly this code under a full or failing disk.
 
 use std::collections::HashSet;
+use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -32,18 +41,82 @@ use crate::error::{Error, Result};
 /// f.sync().unwrap();
 /// assert_eq!(env.file_size(&path).unwrap(), 3);
 /// ```
-#[derive(Debug, Default, Clone, Copy)]
-pub struct PosixEnv;
+#[derive(Debug, Default, Clone)]
+pub struct PosixEnv {
+    /// Failures to inject into the system calls that write (tests only; `None` in use).
+    faults: Option<Arc<dyn IoFaults>>,
+}
 
 impl PosixEnv {
     /// The POSIX environment.
     pub fn new() -> Self {
-        PosixEnv
+        PosixEnv { faults: None }
     }
 
     /// The POSIX environment, shared.
     pub fn shared() -> Arc<dyn Env> {
-        Arc::new(PosixEnv)
+        Arc::new(PosixEnv::new())
+    }
+
+    /// The POSIX environment with failures injected by `faults` into the system calls that
+    /// write files (`write`, `fdatasync`, the directory's `fsync`), below the write buffer: the
+    /// real code paths meet an error exactly as they would on a full or failing disk.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::io;
+    /// use std::path::Path;
+    /// use std::sync::Arc;
+    /// use strata::{Env, IoFaults, PosixEnv};
+    ///
+    /// /// A disk with room for 10 more bytes.
+    /// #[derive(Debug)]
+    /// struct TenBytesLeft;
+    /// impl IoFaults for TenBytesLeft {
+    ///     fn before_write(&self, _path: &Path, len: usize) -> Option<(usize, io::Error)> {
+    ///         (len > 10).then(|| (10, io::Error::from_raw_os_error(28))) // ENOSPC
+    ///     }
+    /// }
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let env = PosixEnv::with_faults(Arc::new(TenBytesLeft));
+    /// let path = dir.path().join("f");
+    /// let mut f = env.new_writable_file(&path).unwrap();
+    /// f.append(&[7; 100]).unwrap(); // buffered
+    /// assert!(f.flush().is_err());
+    /// assert!(f.flush().is_err()); // the file failed: it is never written again
+    /// drop(f);
+    /// assert_eq!(env.file_size(&path).unwrap(), 10);
+    /// ```
+    pub fn with_faults(faults: Arc<dyn IoFaults>) -> Self {
+        PosixEnv {
+            faults: Some(faults),
+        }
+    }
+}
+
+/// Failures to inject into [`PosixEnv`]'s system calls, for tests of what a full or failing
+/// disk does to a database (see [`PosixEnv::with_faults`]). Each method is asked before the
+/// call it names; `None` lets the call run. The defaults inject nothing.
+pub trait IoFaults: Send + Sync + fmt::Debug {
+    /// Before `len` bytes are written to `path`: `Some((n, error))` writes only the first `n`
+    /// bytes (`n < len`; a full disk stops at a page boundary, say), then fails with `error`.
+    fn before_write(&self, path: &Path, len: usize) -> Option<(usize, io::Error)> {
+        let _ = (path, len);
+        None
+    }
+
+    /// Before `fdatasync` of the file `path`: `Some(error)` fails it without syncing.
+    fn before_sync(&self, path: &Path) -> Option<io::Error> {
+        let _ = path;
+        None
+    }
+
+    /// Before `fsync` of directory `dir`: `Some(error)` fails it without syncing.
+    fn before_sync_dir(&self, dir: &Path) -> Option<io::Error> {
+        let _ = dir;
+        None
     }
 }
 
@@ -122,14 +195,72 @@ struct PosixWritableFile {
     path: PathBuf,
     file: File,
     buffer: Vec<u8>,
+    faults: Option<Arc<dyn IoFaults>>,
+    /// The first failed write or sync. Once set, nothing is written to the file again.
+    failed: Option<Arc<io::Error>>,
 }
 
 impl PosixWritableFile {
+    fn new(path: &Path, file: File, faults: Option<Arc<dyn IoFaults>>) -> Self {
+        PosixWritableFile {
+            path: path.to_path_buf(),
+            file,
+            buffer: Vec::with_capacity(WRITE_BUFFER_BYTES),
+            faults,
+            failed: None,
+        }
+    }
+
+    /// The error for any call after the file failed.
+    fn check_not_failed(&self, op: &'static str) -> Result<()> {
+        match &self.failed {
+            None => Ok(()),
+            Some(first) => Err(Error::io(
+                &self.path,
+                op,
+                io::Error::new(
+                    first.kind(),
+                    format!(
+                        "an earlier write or sync failed ({first}); the file is not written again"
+                    ),
+                ),
+            )),
+        }
+    }
+
+    /// Remembers `e` as the file's failure and reports it.
+    fn fail(&mut self, op: &'static str, e: io::Error) -> Error {
+        let e = Arc::new(e);
+        self.failed = Some(e.clone());
+        Error::Io {
+            path: self.path.clone(),
+            op,
+            source: e,
+        }
+    }
+
+    /// `write_all`, with injected faults.
+    fn write_raw(&mut self, data: &[u8]) -> Result<()> {
+        let injected = self
+            .faults
+            .as_ref()
+            .and_then(|f| f.before_write(&self.path, data.len()));
+        let result = match injected {
+            None => self.file.write_all(data),
+            Some((written, e)) => self
+                .file
+                .write_all(&data[..written.min(data.len())])
+                .and(Err(e)),
+        };
+        result.map_err(|e| self.fail("write", e))
+    }
+
     fn write_buffered(&mut self) -> Result<()> {
         if !self.buffer.is_empty() {
-            self.file
-                .write_all(&self.buffer)
-                .map_err(|e| Error::io(&self.path, "write", e))?;
+            let buffer = std::mem::take(&mut self.buffer);
+            let result = self.write_raw(&buffer);
+            self.buffer = buffer;
+            result?;
             self.buffer.clear();
         }
         Ok(())
@@ -138,6 +269,7 @@ impl PosixWritableFile {
 
 impl WritableFile for PosixWritableFile {
     fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.check_not_failed("write")?;
         if self.buffer.len() + data.len() <= WRITE_BUFFER_BYTES {
             self.buffer.extend_from_slice(data);
             return Ok(());
@@ -147,28 +279,34 @@ impl WritableFile for PosixWritableFile {
             self.buffer.extend_from_slice(data);
             Ok(())
         } else {
-            self.file
-                .write_all(data)
-                .map_err(|e| Error::io(&self.path, "write", e))
+            self.write_raw(data)
         }
     }
 
     fn flush(&mut self) -> Result<()> {
+        self.check_not_failed("write")?;
         self.write_buffered()
     }
 
     fn sync(&mut self) -> Result<()> {
+        self.check_not_failed("sync")?;
         self.write_buffered()?;
-        self.file
-            .sync_data()
-            .map_err(|e| Error::io(&self.path, "sync", e))
+        let injected = self.faults.as_ref().and_then(|f| f.before_sync(&self.path));
+        match injected {
+            None => self.file.sync_data(),
+            Some(e) => Err(e),
+        }
+        .map_err(|e| self.fail("sync", e))
     }
 }
 
 impl Drop for PosixWritableFile {
     fn drop(&mut self) {
-        // Best effort: a caller that cares about errors calls flush or sync first.
-        let _ = self.write_buffered();
+        // Best effort, and never after a failure: a caller that cares about errors calls
+        // flush or sync first.
+        if self.failed.is_none() {
+            let _ = self.write_buffered();
+        }
     }
 }
 
@@ -290,11 +428,11 @@ impl Env for PosixEnv {
             .mode(0o644)
             .open(path)
             .map_err(io_err(path, "create"))?;
-        Ok(Box::new(PosixWritableFile {
-            path: path.to_path_buf(),
+        Ok(Box::new(PosixWritableFile::new(
+            path,
             file,
-            buffer: Vec::with_capacity(WRITE_BUFFER_BYTES),
-        }))
+            self.faults.clone(),
+        )))
     }
 
     fn new_appendable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
@@ -304,11 +442,11 @@ impl Env for PosixEnv {
             .mode(0o644)
             .open(path)
             .map_err(io_err(path, "open for append"))?;
-        Ok(Box::new(PosixWritableFile {
-            path: path.to_path_buf(),
+        Ok(Box::new(PosixWritableFile::new(
+            path,
             file,
-            buffer: Vec::with_capacity(WRITE_BUFFER_BYTES),
-        }))
+            self.faults.clone(),
+        )))
     }
 
     fn exists(&self, path: &Path) -> bool {
@@ -351,6 +489,9 @@ impl Env for PosixEnv {
 
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         let d = File::open(dir).map_err(io_err(dir, "open directory"))?;
+        if let Some(e) = self.faults.as_ref().and_then(|f| f.before_sync_dir(dir)) {
+            return Err(Error::io(dir, "sync directory", e));
+        }
         d.sync_all().map_err(io_err(dir, "sync directory"))
     }
 

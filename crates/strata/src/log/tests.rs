@@ -6,7 +6,7 @@ use std::path::Path;
 use super::*;
 use crate::coding::{crc32c, mask_crc};
 use crate::env::{read_file_to_vec, write_file, Env, MemEnv};
-use crate::error::Error;
+use crate::error::{Error, Result};
 
 const PATH: &str = "/000007.log";
 
@@ -447,4 +447,52 @@ fn torn_tail_is_false_for_a_log_that_ends_after_its_last_record() {
     zeros.extend_from_slice(&[0; 100]);
     let (read, torn, err) = recover_log(&zeros);
     assert_eq!((read.len(), torn, err.is_none()), (1, true, true));
+}
+
+/// A file that fails its `fail_at`th append (counting from 0) and records every byte it takes.
+struct FlakyFile {
+    appends: usize,
+    fail_at: usize,
+    bytes: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl crate::env::WritableFile for FlakyFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.appends += 1;
+        if self.appends - 1 == self.fail_at {
+            return Err(Error::io(
+                "/flaky.log",
+                "write",
+                std::io::Error::from_raw_os_error(28),
+            ));
+        }
+        self.bytes.lock().unwrap().extend_from_slice(data);
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn after_a_failed_append_the_writer_never_touches_the_file_again() {
+    let bytes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let file = FlakyFile {
+        appends: 0,
+        fail_at: 1, // the payload of the first record: its header is already written
+        bytes: bytes.clone(),
+    };
+    let mut writer = LogWriter::new(Box::new(file));
+    assert!(writer.add_record(b"first").is_err());
+    let torn = bytes.lock().unwrap().len();
+    assert_eq!(torn, crate::log::HEADER_SIZE);
+    // The file would take the next record, but the log's tail is torn: appending after it
+    // would put a whole record behind a broken one.
+    let e = writer.add_record(b"second").unwrap_err();
+    assert!(e.to_string().contains("write"), "{e}");
+    assert!(writer.sync().is_err());
+    assert_eq!(bytes.lock().unwrap().len(), torn);
 }

@@ -4,7 +4,7 @@
 use super::{RecordType, BLOCK_SIZE, HEADER_SIZE};
 use crate::coding::{crc32c, crc32c_extend, mask_crc};
 use crate::env::WritableFile;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Appends records to a log, cutting them into fragments at block boundaries exactly as LevelDB
 /// does, so that the bytes are identical to LevelDB's.
@@ -37,6 +37,9 @@ pub struct LogWriter {
     file_len: u64,
     /// The CRC of each type byte, so that a fragment's CRC extends it with the payload.
     type_crc: [u32; 5],
+    /// The first write or sync error. Once set, the log's tail is unknown and nothing is
+    /// appended or synced again (fail-stop, whatever the file does after a failure).
+    failed: Option<Error>,
 }
 
 impl LogWriter {
@@ -53,6 +56,7 @@ impl LogWriter {
             block_offset: (existing_len % BLOCK_SIZE as u64) as usize,
             file_len: existing_len,
             type_crc,
+            failed: None,
         }
     }
 
@@ -64,9 +68,24 @@ impl LogWriter {
     /// Appends one logical record (which may be empty) and flushes it to the operating system.
     ///
     /// # Errors
-    /// The file's write error. After an error the log's tail is unspecified and the caller must
-    /// not append to it again.
+    /// The file's write error. After an error the log's tail is unspecified: every later call
+    /// of this writer returns the same error without touching the file.
     pub fn add_record(&mut self, record: &[u8]) -> Result<()> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let result = self.write_record(record);
+        self.remember(result)
+    }
+
+    fn remember(&mut self, result: Result<()>) -> Result<()> {
+        if let Err(e) = &result {
+            self.failed = Some(e.clone());
+        }
+        result
+    }
+
+    fn write_record(&mut self, record: &[u8]) -> Result<()> {
         let mut rest = record;
         let mut first = true;
         loop {
@@ -97,8 +116,15 @@ impl LogWriter {
     }
 
     /// Makes every record added so far durable.
+    ///
+    /// # Errors
+    /// The file's sync error, or the error that failed an earlier call.
     pub fn sync(&mut self) -> Result<()> {
-        self.file.sync()
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let result = self.file.sync();
+        self.remember(result)
     }
 
     fn emit_physical(&mut self, kind: RecordType, payload: &[u8]) -> Result<()> {
