@@ -288,6 +288,7 @@ fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guard<'a
                 .unwrap_or_else(|e| e.into_inner())
                 .retired_log = None;
             inner.publish_view(&state);
+            drop(base);
             delete_obsolete_files(inner, &mut state);
         }
         Err(e) => record_error(inner, &mut state, e),
@@ -443,6 +444,9 @@ fn run_compaction<'a>(
             match applied {
                 Ok(()) => {
                     inner.publish_view(&state);
+                    // The plan's version kept the inputs live: let it go first, so that the
+                    // inputs no reader holds are deleted now.
+                    drop(c);
                     delete_obsolete_files(inner, &mut state);
                 }
                 Err(e) => record_error(inner, &mut state, e),

@@ -223,6 +223,19 @@ impl CursorSource {
     }
 }
 
+impl Drop for DbIterator {
+    fn drop(&mut self) {
+        let Some(inner) = self.sampler.db.as_ref().and_then(Weak::upgrade) else {
+            return;
+        };
+        if !Arc::ptr_eq(&self.view.version, &inner.view.load().version) {
+            // The tables' handles go first, then the version that kept the files listed.
+            self.merged.clear();
+            inner.release_view(&mut self.view);
+        }
+    }
+}
+
 impl DbIterator {
     /// True if the cursor is on an entry.
     pub fn valid(&self) -> bool {
@@ -510,6 +523,17 @@ impl std::fmt::Debug for RangeIter {
         f.debug_struct("RangeIter")
             .field("done", &self.done)
             .finish()
+    }
+}
+
+impl Drop for RangeIter {
+    fn drop(&mut self) {
+        // The cursors release their views first; the source's is the last to go.
+        self.front = None;
+        self.back = None;
+        if let Some(inner) = self.source.db.as_ref().and_then(Weak::upgrade) {
+            inner.release_view(&mut self.source.view);
+        }
     }
 }
 

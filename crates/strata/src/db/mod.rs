@@ -727,6 +727,21 @@ impl DbInner {
         self.bg_done.notify_all();
     }
 
+    /// Called by a reader (a cursor) that is done with `view`: if its version is no longer
+    /// current, the reader may have been the last to need some of that version's files, which
+    /// a flush or compaction has since made obsolete; they are deleted now, not at the next
+    /// flush or compaction. `view` is left holding the current view. Requires: the caller
+    /// holds no lock of the database.
+    pub(crate) fn release_view(&self, view: &mut Arc<ReadView>) {
+        let current = self.view.load_full();
+        if Arc::ptr_eq(&view.version, &current.version) {
+            return;
+        }
+        drop(std::mem::replace(view, current));
+        let mut state = self.lock_state();
+        background::delete_obsolete_files(self, &mut state);
+    }
+
     /// Wakes the background thread (taking the state mutex briefly).
     pub(crate) fn wake_background(&self) {
         let _state = self.lock_state();

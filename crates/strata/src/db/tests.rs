@@ -667,3 +667,88 @@ fn a_manual_compaction_ends_while_writes_go_on() {
         "compact_range did not return while writes went on"
     );
 }
+
+/// The table numbers in the directory, and those of the current version.
+fn tables_on_disk_and_live(env: &MemEnv, db: &Db) -> (Vec<u64>, Vec<u64>) {
+    let mut on_disk: Vec<u64> = env
+        .children(Path::new(DIR))
+        .unwrap()
+        .iter()
+        .filter_map(|n| match crate::filename::parse_file_name(n) {
+            Some((crate::filename::FileKind::Table, number)) => Some(number),
+            _ => None,
+        })
+        .collect();
+    on_disk.sort_unstable();
+    let live: Vec<u64> = db
+        .inner
+        .lock_state()
+        .versions
+        .live_file_list()
+        .into_iter()
+        .map(|(_, n)| n)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    (on_disk, live)
+}
+
+/// Enough writes for several level-0 tables.
+fn fill_tables(db: &Db, round: u32) {
+    for i in 0..3000u32 {
+        let key = format!("key{:05}", (i * 7919) % 3000);
+        db.put(&w(), key.as_bytes(), format!("{round}:{i:0>80}").as_bytes())
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_compaction_deletes_its_inputs_before_it_returns() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    fill_tables(&db, 0);
+    db.compact_range(None, None).unwrap();
+    fill_tables(&db, 1);
+    db.compact_range(None, None).unwrap();
+    let (on_disk, live) = tables_on_disk_and_live(&env, &db);
+    assert!(!live.is_empty());
+    assert_eq!(on_disk, live, "tables left on disk after the compaction");
+}
+
+#[test]
+fn tables_a_cursor_reads_stay_until_it_is_dropped_then_go() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    fill_tables(&db, 0);
+    db.compact_range(None, None).unwrap();
+    let (_, before) = tables_on_disk_and_live(&env, &db);
+    let mut cursor = db.iter(&r()).unwrap();
+    let range = db.scan(&r()).unwrap();
+    fill_tables(&db, 1);
+    db.compact_range(None, None).unwrap();
+    let (on_disk, live) = tables_on_disk_and_live(&env, &db);
+    for n in &before {
+        assert!(
+            on_disk.contains(n),
+            "table {n} deleted while a cursor reads it"
+        );
+    }
+    // The cursors still read the old tables, whole.
+    cursor.seek_to_first();
+    let mut count = 0;
+    while cursor.valid() {
+        assert!(cursor.value().starts_with(b"0:"));
+        count += 1;
+        cursor.next();
+    }
+    assert_eq!(count, 3000);
+    drop(cursor);
+    let (on_disk, _) = tables_on_disk_and_live(&env, &db);
+    assert!(on_disk.len() > live.len(), "the range still reads them");
+    assert_eq!(range.count(), 3000); // consumes and drops the range
+    let (on_disk, live) = tables_on_disk_and_live(&env, &db);
+    assert_eq!(
+        on_disk, live,
+        "tables left after the last cursor was dropped"
+    );
+}

@@ -34,6 +34,12 @@ pub(crate) struct MergingIter {
 }
 
 impl MergingIter {
+    /// Drops every child (and the files they read); the iterator is then empty.
+    pub(crate) fn clear(&mut self) {
+        self.children.clear();
+        self.current = None;
+    }
+
     pub(crate) fn new(comparator: Arc<dyn Comparator>, children: Vec<BoxedIter>) -> Self {
         MergingIter {
             comparator,
