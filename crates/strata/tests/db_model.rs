@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use strata::{Db, MemEnv, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use strata::{Db, Env, MemEnv, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -224,6 +224,8 @@ impl Harness {
             }
             Op::Compact(a, b) => {
                 self.db().compact_range(a.as_deref(), b.as_deref()).unwrap();
+                self.db().wait_for_compactions().unwrap();
+                self.check_only_live_tables()?;
             }
             Op::Reopen => {
                 // Snapshots belong to the open database.
@@ -232,6 +234,27 @@ impl Harness {
                 self.db = Some(Db::open("/db", self.options.clone()).unwrap());
             }
         }
+        Ok(())
+    }
+
+    /// With no cursor open and the background idle, the directory holds exactly the tables
+    /// of the current version (`leveldb.sstables`): obsolete ones are deleted at once.
+    fn check_only_live_tables(&self) -> Result<(), TestCaseError> {
+        let listed = self.db().property("leveldb.sstables").unwrap();
+        let mut live: Vec<u64> = listed
+            .lines()
+            .filter_map(|line| line.trim_start().split(':').next()?.parse().ok())
+            .collect();
+        live.sort_unstable();
+        let mut on_disk: Vec<u64> = self
+            .env
+            .children(std::path::Path::new("/db"))
+            .unwrap()
+            .iter()
+            .filter_map(|name| name.strip_suffix(".ldb")?.parse().ok())
+            .collect();
+        on_disk.sort_unstable();
+        prop_assert_eq!(on_disk, live, "tables on disk and in the version differ");
         Ok(())
     }
 

@@ -79,6 +79,28 @@ fn next_work(inner: &DbInner, state: &DbState) -> Option<Work> {
     (v.compaction_score >= 1.0 || seek_due).then_some(Work::Compaction)
 }
 
+/// Waits until the background thread has no work: see [`Db::wait_for_compactions`].
+///
+/// [`Db::wait_for_compactions`]: crate::Db::wait_for_compactions
+pub(crate) fn wait_until_idle(inner: &DbInner) -> Result<()> {
+    let mut state = inner.lock_state();
+    loop {
+        if let Some(e) = &state.bg_error {
+            return Err(e.clone());
+        }
+        // `compacting` covers a compaction's merge; its install leaves the compaction due
+        // (`next_work`) until the new version is current.
+        if !state.compacting && next_work(inner, &state).is_none() {
+            return Ok(());
+        }
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::not_supported("the database is closing"));
+        }
+        maybe_schedule(inner, &state);
+        state = inner.bg_done.wait(state).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
 fn run(inner: &Arc<DbInner>) {
     let mut state = inner.lock_state();
     while !inner.shutting_down.load(Ordering::Acquire) {

@@ -529,6 +529,35 @@ impl Db {
         background::compact_range(&self.inner, begin, end)
     }
 
+    /// Waits until the background thread has nothing left to do: no memtable waiting to be
+    /// flushed, no compaction running or due. Writes from other threads meanwhile may give it
+    /// more work, and so make the wait longer. Then the directory holds only the files the
+    /// database needs, and those that open cursors still read.
+    ///
+    /// A read-only database has no background work: it returns at once.
+    ///
+    /// # Errors
+    /// The background error that stopped the database's writes, if there is one (returned at
+    /// once); [`Error::NotSupported`] if the database is being closed meanwhile.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// for i in 0..10_000u32 {
+    ///     db.put(&WriteOptions::default(), &i.to_be_bytes(), &[0; 100])?;
+    /// }
+    /// db.wait_for_compactions()?;
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        if self.inner.read_only {
+            return Ok(());
+        }
+        background::wait_until_idle(&self.inner)
+    }
+
     /// Rewrites now, in this thread, every blob file whose fraction of live values is below
     /// `Options::blob_gc_live_ratio` (as flushes have counted the garbage so far, with the
     /// collector's estimate for unflushed writes), as the background collector would, and waits
