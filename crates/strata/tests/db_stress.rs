@@ -1123,13 +1123,42 @@ fn verify_final(db: &Db, world: &World, when: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// With every cursor dropped and the background idle, the directory holds exactly the tables
+/// of the current version: the flushes and compactions of the run left no obsolete one.
+fn only_live_tables(db: &Db, dir: &std::path::Path, when: &str) -> Result<(), String> {
+    db.wait_for_compactions()
+        .ctx(|| format!("waiting for compactions {when}"))?;
+    let listed = db.property("leveldb.sstables").unwrap_or_default();
+    let mut live: Vec<u64> = listed
+        .lines()
+        .filter_map(|line| line.trim_start().split(':').next()?.parse().ok())
+        .collect();
+    live.sort_unstable();
+    let mut on_disk: Vec<u64> = std::fs::read_dir(dir)
+        .map_err(|e| format!("listing {}: {e}", dir.display()))?
+        .filter_map(|entry| {
+            let name = entry.ok()?.file_name().into_string().ok()?;
+            name.strip_suffix(".ldb")?.parse().ok()
+        })
+        .collect();
+    on_disk.sort_unstable();
+    if on_disk != live {
+        return Err(format!(
+            "{when}: tables on disk {on_disk:?}, in the version {live:?}"
+        ));
+    }
+    Ok(())
+}
+
 fn final_phase(db: Db, world: &World, dir: &std::path::Path) -> Result<String, String> {
+    only_live_tables(&db, dir, "after the run")?;
     verify_final(&db, world, "before reopening")?;
     drop(db);
     let db = Db::open(dir, options(world.blobs)).ctx(|| "reopening".into())?;
     verify_final(&db, world, "after reopening")?;
     db.compact_range(None, None)
         .ctx(|| "compacting after reopening".into())?;
+    only_live_tables(&db, dir, "after the final compaction")?;
     verify_final(&db, world, "after reopening and compacting")?;
     let levels: Vec<String> = (0..7)
         .map(|l| {

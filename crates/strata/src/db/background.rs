@@ -255,7 +255,6 @@ fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guard<'a
         Ok((meta, blob_files, garbage))
     });
     let mut state = inner.lock_state();
-    state.pending_outputs.remove(&number);
     let mut edit = VersionEdit::default();
     let mut blob_numbers = Vec::new();
     let prepared = built.map(|(meta, blob_files, garbage)| {
@@ -291,6 +290,10 @@ fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guard<'a
         Ok(()) => log_and_apply_unlocked(inner, state, &mut edit),
         Err(e) => (state, Err(e)),
     };
+    // The table stays a pending output until its edit is installed: while the MANIFEST is
+    // written, a reader dropping an old version may delete obsolete files, and the table is
+    // in no version yet.
+    state.pending_outputs.remove(&number);
     match result {
         Ok(()) => {
             state.imm = None;
@@ -447,9 +450,9 @@ fn run_compaction<'a>(
     let work = compaction_work(inner, &mut c, smallest_snapshot, &mut outputs);
     let mut state = inner.lock_state();
     state.compacting = false;
-    for o in &outputs {
-        state.pending_outputs.remove(&o.number);
-    }
+    // The outputs stay pending outputs until the edit that lists them is installed (see
+    // `flush_memtable`).
+    let output_numbers: Vec<u64> = outputs.iter().map(|o| o.number).collect();
     match work {
         Ok(true) => {
             let written: u64 = outputs.iter().map(|o| o.file_size).sum();
@@ -477,6 +480,9 @@ fn run_compaction<'a>(
         // Shutting down: the outputs are left for the next open to delete.
         Ok(false) => {}
         Err(e) => record_error(inner, &mut state, e),
+    }
+    for n in &output_numbers {
+        state.pending_outputs.remove(n);
     }
     state
 }
