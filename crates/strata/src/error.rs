@@ -56,6 +56,11 @@ pub enum Error {
     /// The operation is not supported by this build, file, or environment.
     #[error("not supported: {0}")]
     NotSupported(Cow<'static, str>),
+    /// A panic (in a user's comparator or filter policy, or a bug) stopped the database: the
+    /// writes and background work it interrupted may be half done, so it accepts no more
+    /// writes. Reads go on; reopening recovers from the log.
+    #[error("the database stopped after a panic {0}; reopen it")]
+    Poisoned(Cow<'static, str>),
     /// Another handle, in this process or another, holds the lock on `path`.
     #[error("database is locked: {} is held by another process or handle", path.display())]
     Locked {
@@ -95,6 +100,16 @@ impl Error {
     /// An unsupported operation.
     pub fn not_supported(reason: impl Into<Cow<'static, str>>) -> Error {
         Error::NotSupported(reason.into())
+    }
+
+    /// A database stopped by a panic `context` (for example "in the background thread").
+    pub fn poisoned(context: impl Into<Cow<'static, str>>) -> Error {
+        Error::Poisoned(context.into())
+    }
+
+    /// True for [`Error::Poisoned`].
+    pub fn is_poisoned(&self) -> bool {
+        matches!(self, Error::Poisoned(_))
     }
 
     /// True for [`Error::Corruption`].

@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use super::blobs::{may_supersede_blob_values, newest_older_pointer, superseded_blob_values};
 use super::open::info;
+use super::poison::PoisonOnUnwind;
 use super::write::{make_room_for_write, wait_for_background, PendingWrite};
 use super::{DbInner, DbState, ManualCompaction};
 use crate::compaction::{picker, Compaction};
@@ -102,6 +103,8 @@ pub(crate) fn wait_until_idle(inner: &DbInner) -> Result<()> {
 }
 
 fn run(inner: &Arc<DbInner>) {
+    // Flushes and compactions run the user's comparator and filter policy, which may panic.
+    let _poison = PoisonOnUnwind::new(inner, "in the background thread (flush or compaction)");
     let mut state = inner.lock_state();
     while !inner.shutting_down.load(Ordering::Acquire) {
         let Some(work) = next_work(inner, &state) else {

@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 
 use super::blobs::{newest_older_pointer, superseded_blob_values};
 use super::open::info;
+use super::poison::PoisonOnUnwind;
 use super::write::{append_to_log, sync_log, PendingWrite};
 use super::DbInner;
 use crate::batch::WriteBatch;
@@ -127,6 +128,8 @@ pub(crate) fn start(inner: &Arc<DbInner>) -> JoinHandle<()> {
 const POLL: Duration = Duration::from_millis(200);
 
 fn run(inner: &Arc<DbInner>) {
+    // Estimates and rewrites run the user's comparator, which may panic.
+    let _poison = PoisonOnUnwind::new(inner, "in the blob garbage collector");
     let mut pace = EstimatePace::default();
     while !inner.shutting_down.load(Ordering::Acquire) {
         if let Err(e) = estimate_unflushed_garbage(inner, &mut pace) {
@@ -595,6 +598,7 @@ fn relocate(inner: &Arc<DbInner>, moves: &[Move]) -> Result<(SeqNo, u64)> {
     drop(state);
     // At the front of the queue, no other write (and no memtable switch) comes in until this
     // one leaves it; the checks read tables, so they run without the state mutex.
+    let poison = PoisonOnUnwind::leading(inner, "relocating blob values", 1);
     let result = started.and_then(|(first_seqno, mem)| {
         let mut batch = WriteBatch::new();
         let mut skipped = 0;
@@ -616,6 +620,7 @@ fn relocate(inner: &Arc<DbInner>, moves: &[Move]) -> Result<(SeqNo, u64)> {
         mem.add_batch(&batch);
         Ok((first_seqno + u64::from(batch.count()) - 1, skipped))
     });
+    drop(poison);
     let mut state = inner.lock_state();
     match &result {
         Ok((last_seqno, _)) => {

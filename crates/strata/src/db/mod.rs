@@ -21,6 +21,7 @@ mod blob_gc;
 mod blobs;
 mod iter;
 mod open;
+mod poison;
 mod properties;
 mod write;
 
@@ -714,8 +715,21 @@ fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 }
 
 impl DbInner {
+    /// Locks the state mutex. If a thread panicked while holding it, the state may be half
+    /// changed: the database is poisoned (every later write fails), and the guard is returned
+    /// for reads and for shutting down.
     pub(crate) fn lock_state(&self) -> MutexGuard<'_, DbState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        match self.state.lock() {
+            Ok(state) => state,
+            Err(poisoned) => {
+                let mut state = poisoned.into_inner();
+                if state.bg_error.is_none() {
+                    let e = Error::poisoned("in a thread that held the database's state lock");
+                    self.set_error(&mut state, &e);
+                }
+                state
+            }
+        }
     }
 
     /// The seqno a read runs at.

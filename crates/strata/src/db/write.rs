@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use super::background;
 use super::open::{info, insert_batch};
+use super::poison::PoisonOnUnwind;
 use super::{DbInner, DbState, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::batch::{WriteBatch, BATCH_HEADER_LEN};
 use crate::error::{Error, Result};
@@ -67,6 +68,12 @@ impl PendingWrite {
 
     /// Wakes this writer.
     pub(crate) fn notify(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Completes this writer with `error` and wakes it.
+    pub(crate) fn fail(&self, error: Error) {
+        let _ = self.outcome.set(Err(error));
         self.wake.notify_one();
     }
 }
@@ -174,7 +181,11 @@ fn lead_group(
     };
     group.set_seqno(first_seqno);
     let last_seqno = first_seqno + u64::from(group.count()) - 1;
-    let result = append_to_log(inner, group, sync).and_then(|()| insert_batch(&mem, group));
+    let result = {
+        // The memtable insert runs the user's comparator, which may panic.
+        let _poison = PoisonOnUnwind::leading(inner, "in a write", members);
+        append_to_log(inner, group, sync).and_then(|()| insert_batch(&mem, group))
+    };
     drop(own);
 
     let mut state = inner.lock_state();
