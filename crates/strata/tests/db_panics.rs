@@ -250,9 +250,12 @@ fn a_poisoned_database_reopens_with_every_acknowledged_write() {
     fill(&db, 0, 300);
     db.put(&WriteOptions::default(), BOMB, b"x").unwrap();
     trap.armed.store(true, SeqCst);
-    let e = db.compact_range(None, None).unwrap_err();
+    let e = watchdog("a flush that panics", move || {
+        let e = db.compact_range(None, None).unwrap_err();
+        drop(db);
+        e
+    });
     assert!(matches!(e, Error::Poisoned(_)), "{e}");
-    drop(db);
     trap.armed.store(false, SeqCst);
     let db = open(dir.path(), &trap, Trapped::Filter);
     assert_eq!(db.scan(&ReadOptions::default()).unwrap().count(), 301);
