@@ -658,6 +658,42 @@ fn paths_that_are_not_databases_are_one_line_errors() {
     assert!(!missing.exists());
 }
 
+/// A command that changes a database, run without --create on a directory that holds none,
+/// fails before it creates anything there (it used to leave LOCK and LOG behind).
+#[test]
+fn write_commands_create_nothing_where_there_is_no_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    let input = dir.path().join("input.tsv");
+    fs::write(&input, "k\tv\n").unwrap();
+    let db = p(&empty);
+    for args in [
+        vec!["put", db, "k", "v"],
+        vec!["delete", db, "k"],
+        vec!["load", db, p(&input)],
+        vec!["compact", db],
+        vec!["repair", db],
+        vec!["destroy", db],
+    ] {
+        let err = fails(&args, 1);
+        assert!(
+            err.contains(&format!("{db} is not a database")),
+            "{args:?}: {err}"
+        );
+        let left: Vec<_> = fs::read_dir(&empty).unwrap().collect();
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
+    let err = fails(&["put", db, "k", "v"], 1);
+    assert!(
+        err.ends_with(
+            "it has no CURRENT file (create_if_missing is not set); pass --create to \
+                       create a new database\n"
+        ),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_database_another_process_writes_is_refused() {
     let dir = database(100);

@@ -154,7 +154,7 @@ impl fmt::Display for Damage {
 ///
 /// # Errors
 /// Damage is in the report, not an error. Errors are for what stops the check from starting:
-/// `path` does not exist or holds no database ([`Error::InvalidArgument`]), a writer holds the
+/// `path` does not exist or holds no database ([`Error::NoDatabase`]), a writer holds the
 /// database ([`Error::Locked`]), the directory cannot be listed ([`Error::Io`]), or the
 /// MANIFEST records another comparator than `options`'.
 pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
@@ -162,10 +162,7 @@ pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
     let options = options.sanitized()?;
     let env = &*options.env;
     if !env.exists(dir) {
-        return Err(Error::invalid_argument(format!(
-            "{} does not exist",
-            dir.display()
-        )));
+        return Err(Error::no_database(dir, "the directory does not exist"));
     }
     let mut names = env.children(dir)?;
     names.sort();
@@ -183,10 +180,10 @@ pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
         )
     });
     if !holds_database_files {
-        return Err(Error::invalid_argument(format!(
-            "{} is not a database: it holds no CURRENT, MANIFEST, table or log file",
-            dir.display()
-        )));
+        return Err(Error::no_database(
+            dir,
+            "it holds no CURRENT, MANIFEST, table or log file",
+        ));
     }
     let lock_path = filename::lock_file(dir);
     let _lock = if env.exists(&lock_path) {

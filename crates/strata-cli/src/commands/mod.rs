@@ -25,12 +25,11 @@ pub fn open_read_only(db: &Path, options: Options) -> Result<Db, CliError> {
 pub fn open_for_writing(db: &Path, options: Options) -> Result<Db, CliError> {
     let create = options.create_if_missing;
     Db::open(db, options).map_err(|e| {
-        let not_there = !create && matches!(e, strata::Error::InvalidArgument(_));
-        let mut message = e.to_string();
-        if not_there && (!db.exists() || !db.join("CURRENT").exists()) {
-            message.push_str("; pass --create to create a new database");
+        if !create && matches!(e, strata::Error::NoDatabase { .. }) {
+            CliError::Failed(format!("{e}; pass --create to create a new database"))
+        } else {
+            CliError::from(e)
         }
-        CliError::Failed(message)
     })
 }
 

@@ -241,8 +241,12 @@ fn a_directory_without_a_database_is_an_error() {
         err.to_string().contains("/empty is not a database"),
         "{err}"
     );
+    assert!(matches!(err, Error::NoDatabase { .. }), "{err}");
     let err = check("/nowhere", &options(&env)).unwrap_err();
-    assert!(err.to_string().contains("/nowhere does not exist"), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "/nowhere is not a database: the directory does not exist"
+    );
 }
 
 #[test]

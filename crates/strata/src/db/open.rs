@@ -40,14 +40,12 @@ pub(crate) use info;
 pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<DbInner>> {
     let options = options.sanitized()?;
     let env = options.env.clone();
-    if !read_only && options.create_if_missing {
+    let create = !read_only && options.create_if_missing;
+    // Every refusal that needs no lock comes before the lock and the info log: a refused open
+    // leaves no LOCK or LOG behind in a directory that holds no database.
+    refuse_before_locking(&*env, dir, &options, read_only)?;
+    if create {
         env.create_dir_all(dir)?;
-    }
-    if !env.exists(dir) {
-        return Err(Error::invalid_argument(format!(
-            "{} does not exist (create_if_missing is not set)",
-            dir.display()
-        )));
     }
     let lock_path = filename::lock_file(dir);
     let lock = if !read_only {
@@ -64,22 +62,18 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         InfoLog::open(&*env, dir)
     };
 
+    // Decided again under the lock: another process may have created or destroyed the
+    // database since the test above.
     let current_exists = env.exists(&filename::current_file(dir));
     if !current_exists {
-        if read_only || !options.create_if_missing {
-            return Err(Error::invalid_argument(format!(
-                "{} is not a database: it has no CURRENT file (create_if_missing is not set)",
-                dir.display()
-            )));
+        if !create {
+            return Err(no_current(dir, read_only));
         }
         refuse_to_create_over_files(&*env, dir)?;
         new_db(&*env, dir, &options)?;
         info_log.log(format_args!("created a new database"));
     } else if options.error_if_exists {
-        return Err(Error::invalid_argument(format!(
-            "{} already exists (error_if_exists is set)",
-            dir.display()
-        )));
+        return Err(exists_already(dir));
     }
 
     let icmp = InternalKeyComparator::new(options.comparator.clone());
@@ -178,6 +172,53 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         }
     }
     Ok(inner)
+}
+
+/// The refusals `open` can make before it takes the lock: a missing directory or `CURRENT`
+/// without `create_if_missing`, a database over stray files, an existing database with
+/// `error_if_exists`.
+fn refuse_before_locking(
+    env: &dyn Env,
+    dir: &Path,
+    options: &Options,
+    read_only: bool,
+) -> Result<()> {
+    let create = !read_only && options.create_if_missing;
+    if !create && !env.exists(dir) {
+        let reason = if read_only {
+            "the directory does not exist"
+        } else {
+            "the directory does not exist (create_if_missing is not set)"
+        };
+        return Err(Error::no_database(dir, reason));
+    }
+    if env.exists(&filename::current_file(dir)) {
+        if options.error_if_exists {
+            return Err(exists_already(dir));
+        }
+    } else if !create {
+        return Err(no_current(dir, read_only));
+    } else if env.exists(dir) {
+        refuse_to_create_over_files(env, dir)?;
+    }
+    Ok(())
+}
+
+/// The error for a directory without `CURRENT` that is not to be created.
+fn no_current(dir: &Path, read_only: bool) -> Error {
+    let reason = if read_only {
+        "it has no CURRENT file"
+    } else {
+        "it has no CURRENT file (create_if_missing is not set)"
+    };
+    Error::no_database(dir, reason)
+}
+
+fn exists_already(dir: &Path) -> Error {
+    Error::invalid_argument(format!(
+        "{} already exists (error_if_exists is set)",
+        dir.display()
+    ))
 }
 
 /// A directory with database files but no `CURRENT` is a damaged database: creating a new one

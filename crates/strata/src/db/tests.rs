@@ -211,12 +211,54 @@ fn snapshots_see_exactly_the_writes_before_them() {
     ));
 }
 
+/// A refused open of a directory that holds no database creates nothing in it: no `LOCK`, no
+/// `LOG` (it used to take the lock and open the info log before it looked for `CURRENT`).
+#[test]
+fn a_refused_open_creates_no_file() {
+    let env = MemEnv::new();
+    let dir = Path::new("/plain");
+    env.create_dir_all(dir).unwrap();
+    crate::env::write_file(&env, &dir.join("notes.txt"), b"mine", true).unwrap();
+    let no_create = Options::default().with_env(Arc::new(env.clone()));
+    for read_only in [false, true] {
+        let err = if read_only {
+            Db::open_read_only(dir, no_create.clone()).unwrap_err()
+        } else {
+            Db::open(dir, no_create.clone()).unwrap_err()
+        };
+        assert!(
+            matches!(&err, Error::NoDatabase { path, reason } if path == dir
+                && reason.contains("no CURRENT")),
+            "{err}"
+        );
+        assert_eq!(env.children(dir).unwrap(), ["notes.txt"]);
+    }
+    // With create_if_missing, a directory holding a table but no CURRENT is refused, and
+    // nothing is added to it either.
+    crate::env::write_file(&env, &dir.join("000005.ldb"), b"table", true).unwrap();
+    let err = Db::open(dir, options(&env)).unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    let mut names = env.children(dir).unwrap();
+    names.sort();
+    assert_eq!(names, ["000005.ldb", "notes.txt"]);
+}
+
 #[test]
 fn open_errors_are_clear() {
     let env = MemEnv::new();
     let no_create = Options::default().with_env(Arc::new(env.clone()));
     let err = Db::open("/missing", no_create.clone()).unwrap_err();
-    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert!(
+        matches!(&err, Error::NoDatabase { path, .. } if path == Path::new("/missing")),
+        "{err}"
+    );
+    assert!(err.is_not_found());
+    assert_eq!(
+        err.to_string(),
+        "/missing is not a database: the directory does not exist (create_if_missing is not set)"
+    );
+    let err = Db::open_read_only("/missing", no_create.clone()).unwrap_err();
+    assert!(matches!(err, Error::NoDatabase { .. }), "{err}");
     let db = Db::open(DIR, options(&env)).unwrap();
     assert!(matches!(
         Db::open(DIR, options(&env)),
