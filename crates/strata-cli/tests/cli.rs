@@ -511,6 +511,33 @@ fn check_finds_damage_names_file_and_offset_and_exits_3() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("damaged: corruption in"));
 }
 
+/// `check` fails where opening fails: without its live log a database does not open, and
+/// `check` used to call it sound (exit 0) while `scan` failed.
+#[test]
+fn check_reports_a_missing_live_log_as_damage() {
+    let dir = database(100);
+    let db = p(dir.path());
+    assert!(ok(&["check", db]).contains(": sound;"));
+    let log = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "log"))
+        .unwrap();
+    fs::remove_file(&log).unwrap();
+    let err = one_line(&strata(&["scan", db]).stderr);
+    assert!(err.contains(p(&log)), "{err}");
+    let out = strata(&["check", db]);
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "damaged: {} at offset 0: the log the MANIFEST names as live is missing",
+            p(&log)
+        )),
+        "{text}"
+    );
+}
+
 #[test]
 fn repair_rebuilds_a_database_that_will_not_open() {
     let dir = database(2000);

@@ -50,6 +50,7 @@ use crate::version::NUM_LEVELS;
 
 pub use iter::{DbIterator, RangeIter};
 pub use open::destroy;
+pub(crate) use open::live_log_must_exist;
 use write::PendingWrite;
 
 /// What readers see: the memtables and the version, replaced whole.

@@ -95,7 +95,7 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
     let mut versions = VersionSet::new(dir, env.clone(), icmp.clone());
     versions.recover()?;
     check_tables_exist(&*env, dir, &versions)?;
-    check_live_log_exists(&*env, dir, &versions)?;
+    live_log_must_exist(&*env, dir, versions.log_number)?;
     if options.paranoid_checks {
         // Every table's footer, index and filter, checksums verified, before anything is written.
         for level in &versions.current().files {
@@ -300,8 +300,8 @@ fn new_db(env: &dyn Env, dir: &Path, options: &Options) -> Result<()> {
 /// that makes a log live is written after the log's name is durable, and older logs are
 /// deleted only after that edit is. A missing live log means the MANIFEST lost records (its
 /// tail truncated or damaged) whose effects, older logs deleted, already happened.
-fn check_live_log_exists(env: &dyn Env, dir: &Path, versions: &VersionSet) -> Result<()> {
-    let number = versions.log_number;
+/// [`check`](crate::check) reports the same error as damage.
+pub(crate) fn live_log_must_exist(env: &dyn Env, dir: &Path, number: u64) -> Result<()> {
     let path = filename::log_file(dir, number);
     if number == 0 || env.exists(&path) {
         return Ok(());
