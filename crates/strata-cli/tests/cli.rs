@@ -643,7 +643,7 @@ fn destroy_removes_a_database_and_refuses_anything_else() {
     fs::write(plain.join("LOG"), "not a database's").unwrap();
     let err = fails(&["destroy", p(&plain)], 1);
     assert!(
-        err.contains("is not a database") && err.contains("nothing destroyed"),
+        err.contains("is not a database") && err.contains("nothing deleted"),
         "{err}"
     );
     assert_eq!(fs::read_dir(&plain).unwrap().count(), 2);
@@ -657,6 +657,62 @@ fn destroy_removes_a_database_and_refuses_anything_else() {
     assert!(!db.exists());
     let err = fails(&["destroy", p(&db)], 1);
     assert!(err.contains("does not exist"), "{err}");
+}
+
+/// `destroy` used to delete any file a database could own (a `.log`, `LOG`) in a directory
+/// that is not a database, and the directory with them when nothing else was there.
+#[test]
+fn destroy_deletes_nothing_of_a_directory_that_is_not_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    fs::create_dir(&logs).unwrap();
+    fs::write(logs.join("000001.log"), "an application's log").unwrap();
+    fs::write(logs.join("LOG"), "another").unwrap();
+    let before = snapshot(&logs);
+    let err = fails(&["destroy", p(&logs)], 1);
+    assert!(
+        err.contains(&format!(
+            "{} is not a database: it has no CURRENT file",
+            p(&logs)
+        )),
+        "{err}"
+    );
+    assert_eq!(snapshot(&logs), before);
+
+    // A CURRENT that names no MANIFEST, beside a table: not a database either.
+    let remains = dir.path().join("remains");
+    fs::create_dir(&remains).unwrap();
+    fs::write(remains.join("CURRENT"), "MANIFEST-000009\n").unwrap();
+    fs::write(remains.join("000005.sst"), "a table").unwrap();
+    let before = snapshot(&remains);
+    let err = fails(&["destroy", p(&remains)], 1);
+    assert!(
+        err.contains("CURRENT names a MANIFEST that does not exist")
+            && err.contains("nothing deleted"),
+        "{err}"
+    );
+    assert_eq!(snapshot(&remains), before);
+
+    // A database beside files of its owner's: the database goes, the rest stays, and is named.
+    let db = dir.path().join("db");
+    ok(&["put", p(&db), "k", "v", "--create"]);
+    fs::write(db.join("notes.txt"), "mine").unwrap();
+    fs::create_dir(db.join("lost")).unwrap();
+    let out = ok(&["destroy", p(&db)]);
+    assert_eq!(
+        out,
+        format!(
+            "destroyed the database in {}; kept the directory, which holds files that are not \
+             the database's: lost/, notes.txt\n",
+            p(&db)
+        )
+    );
+    let mut left: Vec<_> = fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["lost", "notes.txt"]);
 }
 
 #[test]

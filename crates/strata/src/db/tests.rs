@@ -389,6 +389,84 @@ fn destroy_removes_the_database() {
     assert!(!env.exists(Path::new(DIR)));
 }
 
+/// The names in `dir`, sorted.
+fn names_in(env: &MemEnv, dir: &str) -> Vec<String> {
+    let mut names = env.children(Path::new(dir)).unwrap();
+    names.sort();
+    names
+}
+
+/// `destroy` deletes only a database: it used to delete every file whose name the database
+/// could use (`000001.log`, `LOG`), and, with nothing else there, the directory itself.
+#[test]
+fn destroy_refuses_a_directory_that_is_not_a_database_and_changes_nothing() {
+    let env = MemEnv::new();
+    let opts = options(&env);
+    let put = |name: &str, bytes: &[u8]| {
+        crate::env::write_file(&env, &Path::new("/plain").join(name), bytes, true).unwrap()
+    };
+    env.create_dir_all(Path::new("/plain")).unwrap();
+    put("000001.log", b"someone else's log");
+    put("LOG", b"someone else's notes");
+    let refused = |expected: &str| {
+        let before = names_in(&env, "/plain");
+        let err = crate::destroy("/plain", &opts).unwrap_err();
+        assert!(
+            matches!(&err, Error::NoDatabase { path, reason }
+                if path == Path::new("/plain") && reason.contains(expected)),
+            "{err}"
+        );
+        assert!(err.is_not_found());
+        assert_eq!(
+            names_in(&env, "/plain"),
+            before,
+            "nothing deleted or created"
+        );
+    };
+    refused("it has no CURRENT file");
+    // A CURRENT that names nothing, beside a table.
+    put("000005.sst", b"a table");
+    put("CURRENT", b"MANIFEST-000004\n");
+    refused("CURRENT names a MANIFEST that does not exist");
+    put("CURRENT", b"not a manifest name\n");
+    refused("does not name a MANIFEST");
+    put("CURRENT", b"MANIFEST-000004\n");
+    put("MANIFEST-000004", &[0x5a; 64]);
+    refused("its CURRENT does not name a MANIFEST that reads");
+}
+
+#[test]
+fn destroy_keeps_what_is_not_the_databases_and_the_directory_holding_it() {
+    let env = MemEnv::new();
+    let opts = options(&env);
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    for i in 0..2000u32 {
+        db.put(&w(), format!("{i:05}").as_bytes(), &[1u8; 100])
+            .unwrap();
+    }
+    drop(db);
+    crate::env::write_file(&env, Path::new("/db/notes.txt"), b"mine", true).unwrap();
+    env.create_dir_all(Path::new("/db/lost")).unwrap();
+    crate::destroy(DIR, &opts).unwrap();
+    assert_eq!(names_in(&env, DIR), ["lost", "notes.txt"]);
+    // A missing directory: nothing to destroy, as in LevelDB.
+    crate::destroy("/nowhere", &opts).unwrap();
+}
+
+#[test]
+fn destroy_removes_a_database_made_with_another_comparator() {
+    let env = MemEnv::new();
+    let made = Options {
+        comparator: Arc::new(Reverse),
+        ..options(&env)
+    };
+    let db = Db::open(DIR, made).unwrap();
+    db.put(&w(), b"k", b"v").unwrap();
+    drop(db);
+    crate::destroy(DIR, &options(&env)).unwrap();
+    assert!(!env.exists(Path::new(DIR)));
+}
+
 #[test]
 fn properties_answer_leveldbs_names() {
     let env = MemEnv::new();
