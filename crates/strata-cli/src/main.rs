@@ -3,8 +3,8 @@
 //!
 //! Every command is one module under `commands/`. Commands that read (get, scan, export,
 //! stats, check, dump) open the database read-only: they write no file, start no compaction and
-//! create no log. Errors are one line on stderr; exit codes are 1 for an error, 2 for a usage
-//! error and 3 when `check` or `dump` finds damage.
+//! create no log. Errors are one line on stderr; the exit codes are listed in `error.rs` and in
+//! `--help`.
 
 mod commands;
 mod encoding;
@@ -26,7 +26,10 @@ use crate::error::CliError;
 ///
 /// Keys and values are UTF-8 text unless --hex is given; then they are read and printed as
 /// lowercase hex, so any bytes round-trip. Commands that read never change the database.
-/// Exit codes: 0 success, 1 error, 2 usage error, 3 damage found (check, dump).
+/// Exit codes: 0 success (check: sound); 1 the command failed (not a database, locked by
+/// another process, a bad input line); 2 usage error; 3 damage found or met (corrupt data, from
+/// any command); 4 not found (get of a key the database does not hold); 5 I/O error (a file
+/// could not be opened, read or written).
 #[derive(Parser, Debug)]
 #[command(name = "strata", version, arg_required_else_help = true)]
 struct Cli {
@@ -36,7 +39,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Print the value of KEY.
+    /// Print the value of KEY; exit 4 if the database does not hold it.
     Get {
         /// The database directory.
         db: PathBuf,

@@ -176,7 +176,8 @@ fn put_get_delete() {
     ok(&["put", p(&db), "pear", "green", "--sync"]);
     assert_eq!(ok(&["get", p(&db), "apple"]), "red\n");
     ok(&["delete", p(&db), "apple"]);
-    let err = fails(&["get", p(&db), "apple"], 1);
+    // A missing key has an exit code of its own (4), apart from errors (1).
+    let err = fails(&["get", p(&db), "apple"], 4);
     assert!(err.contains("'apple' not found in"), "{err}");
     // Hex keys read, and hex values printed.
     assert_eq!(ok(&["get", p(&db), "70656172", "--hex"]), "677265656e\n");
@@ -288,7 +289,7 @@ fn load_reports_the_bad_line_and_keeps_the_lines_before_it() {
         err.contains("line 1: key: not UTF-8") && err.contains("--hex"),
         "{err}"
     );
-    let err = fails(&["load", p(&db), p(&dir.path().join("missing.tsv"))], 1);
+    let err = fails(&["load", p(&db), p(&dir.path().join("missing.tsv"))], 5);
     assert!(
         err.contains("cannot open") && err.contains("missing.tsv"),
         "{err}"
@@ -498,12 +499,13 @@ fn check_finds_damage_names_file_and_offset_and_exits_3() {
     assert_eq!(json["damage"][0]["offset"], 0);
 
     // A read of the damaged block is an error naming the file and offset, not a wrong value.
-    let err = fails(&["get", db, &first_key], 1);
+    // Corruption met by any command is damage: exit 3, as from check.
+    let err = fails(&["get", db, &first_key], 3);
     assert!(
         err.contains(&format!("corruption in {} at offset 0", p(&table))),
         "{err}"
     );
-    let err = fails(&["scan", db], 1);
+    let err = fails(&["scan", db], 3);
     assert!(err.contains("corruption in"), "{err}");
     // dump shows the damage and exits 3 too.
     let out = strata(&["dump", p(&table)]);
@@ -630,7 +632,7 @@ fn dump_prints_every_kind_of_file() {
     let err = fails(&["dump", p(&renamed)], 2);
     assert!(err.contains("--kind"), "{err}");
     assert!(ok(&["dump", p(&renamed), "--kind", "table"]).ends_with("500 entries\n"));
-    let err = fails(&["dump", p(&fixture.path().join("000099.log"))], 1);
+    let err = fails(&["dump", p(&fixture.path().join("000099.log"))], 5);
     assert!(err.contains("000099.log"), "{err}");
 }
 
@@ -801,6 +803,35 @@ fn a_database_another_process_writes_is_refused() {
     }
     drop(open);
     assert_eq!(ok(&["get", db, "key00001"]), "value-1\n");
+}
+
+/// Each kind of failure has its exit code, and --help lists them: a missing key (4) is not an
+/// error (1), an I/O error (5) is not damage (3).
+#[test]
+fn exit_codes_tell_not_found_failure_damage_and_io_apart() {
+    let dir = database(10);
+    let db = p(dir.path());
+    fails(&["get", db, "absent"], 4);
+    let err = fails(&["get", &format!("{db}/nowhere"), "k"], 1);
+    assert!(err.contains("is not a database"), "{err}");
+    let out_dir = tempfile::tempdir().unwrap();
+    let unwritable = out_dir.path().join("no-such-dir").join("out.tsv");
+    let err = fails(&["export", db, p(&unwritable)], 5);
+    assert!(err.contains(p(&unwritable)), "{err}");
+    let help = ok(&["--help"]);
+    for code in [
+        "0 success",
+        "1 the command failed",
+        "2 usage error",
+        "3 damage",
+        "4 not found",
+        "5 I/O error",
+    ] {
+        assert!(
+            help.contains(code),
+            "--help does not document {code:?}: {help}"
+        );
+    }
 }
 
 #[test]

@@ -164,7 +164,13 @@ pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
     if !env.exists(dir) {
         return Err(Error::no_database(dir, "the directory does not exist"));
     }
-    let mut names = env.children(dir)?;
+    let mut names = match env.children(dir) {
+        Ok(names) => names,
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotADirectory => {
+            return Err(Error::no_database(dir, "it is not a directory"));
+        }
+        Err(e) => return Err(e),
+    };
     names.sort();
     let kinds: Vec<(String, FileKind, u64)> = names
         .into_iter()

@@ -71,7 +71,7 @@ pub fn destroy(db: &Path) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut left: Vec<String> = std::fs::read_dir(db)
-        .map_err(|e| CliError::failed(format!("listing {}: {e}", db.display())))?
+        .map_err(|e| CliError::io(format_args!("listing {}", db.display()), e))?
         .filter_map(Result::ok)
         .map(|e| {
             let mut name = e.file_name().to_string_lossy().into_owned();

@@ -38,7 +38,7 @@ pub fn output(file: Option<&Path>) -> Result<Box<dyn Write>, CliError> {
     match file {
         Some(path) if path != Path::new("-") => {
             let f = File::create(path)
-                .map_err(|e| CliError::failed(format!("cannot create {}: {e}", path.display())))?;
+                .map_err(|e| CliError::io(format_args!("cannot create {}", path.display()), e))?;
             Ok(Box::new(BufWriter::with_capacity(1 << 16, f)))
         }
         _ => Ok(Box::new(BufWriter::with_capacity(

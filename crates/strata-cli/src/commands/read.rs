@@ -14,7 +14,7 @@ use crate::encoding::{Encoding, Field};
 use crate::error::CliError;
 use crate::ReadFlags;
 
-/// `strata get DB KEY`: the value and a newline; exit 1 when the key is absent.
+/// `strata get DB KEY`: the value and a newline; exit 4 (not found) when the key is absent.
 pub fn get(db: &Path, key: &str, flags: &ReadFlags) -> Result<ExitCode, CliError> {
     let encoding = flags.encoding();
     let key = encoding.parse_arg("key", key)?;
@@ -30,7 +30,7 @@ pub fn get(db: &Path, key: &str, flags: &ReadFlags) -> Result<ExitCode, CliError
             out.flush().map_err(CliError::output)?;
             Ok(ExitCode::SUCCESS)
         }
-        None => Err(CliError::failed(format!(
+        None => Err(CliError::NotFound(format!(
             "key {} not found in {}",
             encoding.show(&key),
             db.display()

@@ -50,7 +50,7 @@ pub fn load(
     let (input, source, total): (Box<dyn Read>, String, Option<u64>) = match file {
         Some(path) if path != Path::new("-") => {
             let f = File::open(path)
-                .map_err(|e| CliError::failed(format!("cannot open {}: {e}", path.display())))?;
+                .map_err(|e| CliError::io(format_args!("cannot open {}", path.display()), e))?;
             let len = f.metadata().ok().map(|m| m.len());
             (Box::new(f), path.display().to_string(), len)
         }
@@ -73,7 +73,7 @@ pub fn load(
         line.clear();
         let n = reader
             .read_until(b'\n', &mut line)
-            .map_err(|e| CliError::failed(format!("reading {source}: {e}")))?;
+            .map_err(|e| CliError::io(format_args!("reading {source}"), e))?;
         if n == 0 {
             break;
         }
