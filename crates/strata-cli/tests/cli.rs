@@ -636,6 +636,67 @@ fn dump_prints_every_kind_of_file() {
     assert!(err.contains("000099.log"), "{err}");
 }
 
+/// `dump` exits 3 for damage only: it used to exit 3 for an I/O error, and 0 for a file of
+/// garbage read as a log (no record, so "empty") or for a CURRENT that `check` calls damaged.
+#[test]
+fn dump_exit_codes_tell_damage_from_io_errors_and_garbage_from_a_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    // 100 bytes from a fixed xorshift: no log writer wrote them.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let garbage: Vec<u8> = (0..100)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
+        .collect();
+    let log = dir.path().join("000007.log");
+    fs::write(&log, &garbage).unwrap();
+    let out = strata(&["dump", p(&log)]);
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!("damaged: {} at offset 0: ", p(&log)))
+            && text.contains("(100 bytes dropped)"),
+        "{text}"
+    );
+    let manifest = dir.path().join("MANIFEST-000002");
+    fs::write(&manifest, &garbage).unwrap();
+    assert_eq!(strata(&["dump", p(&manifest)]).status.code(), Some(3));
+
+    // A log whose last record a crash cut short: a note, not damage.
+    let fixture = copy_fixture(&project_fixtures(), "small");
+    let whole = fs::read(fixture.path().join("000004.log")).unwrap();
+    fs::write(&log, &whole[..whole.len() - 5]).unwrap();
+    let text = ok(&["dump", p(&log)]);
+    assert!(text.contains("torn tail: "), "{text}");
+
+    // A file that cannot be read is an I/O error (5), not damage.
+    for name in ["000008.log", "000009.ldb", "000010.blob"] {
+        let a_dir = dir.path().join(name);
+        fs::create_dir(&a_dir).unwrap();
+        let err = fails(&["dump", p(&a_dir)], 5);
+        assert!(
+            err.contains("I/O error") && err.contains(p(&a_dir)),
+            "{err}"
+        );
+    }
+
+    // CURRENT: damaged when check would call it so, or when it names a missing MANIFEST.
+    let current = fixture.path().join("CURRENT");
+    ok(&["dump", p(&current)]);
+    fs::write(&current, "MANIFEST-000002").unwrap();
+    let out = strata(&["dump", p(&current)]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("does not end with a newline"));
+    fs::write(&current, "MANIFEST-000099\n").unwrap();
+    let out = strata(&["dump", p(&current)]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("names MANIFEST-000099, which does not exist"));
+}
+
 #[test]
 fn destroy_removes_a_database_and_refuses_anything_else() {
     let dir = tempfile::tempdir().unwrap();

@@ -23,7 +23,7 @@ use crate::batch::WriteBatch;
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::filename;
-pub use crate::filename::{parse_file_name, FileKind};
+pub use crate::filename::{parse_current, parse_file_name, FileKind};
 use crate::log::{LogReader, ReadMode};
 use crate::options::Options;
 use crate::table::{Table, TableVerification};

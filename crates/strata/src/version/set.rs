@@ -19,7 +19,7 @@ use super::version::{BlobFileState, LiveFile, Version};
 use crate::comparator::Comparator;
 use crate::env::{read_file_to_vec, Env};
 use crate::error::{Error, Result};
-use crate::filename::{self, FileKind};
+use crate::filename;
 use crate::key::{InternalKeyComparator, SeqNo};
 use crate::log::{LogReader, LogWriter, ReadMode};
 
@@ -51,15 +51,9 @@ pub(crate) struct VersionSet {
 pub(crate) fn read_current(env: &dyn Env, dir: &Path) -> Result<String> {
     let path = filename::current_file(dir);
     let bytes = read_file_to_vec(env, &path)?;
-    let corrupt = |reason: &'static str| Error::corruption(&path, 0, reason);
-    let Some(name) = bytes.strip_suffix(b"\n") else {
-        return Err(corrupt("CURRENT file does not end with a newline"));
-    };
-    let name = std::str::from_utf8(name).map_err(|_| corrupt("CURRENT file is not a file name"))?;
-    match filename::parse_file_name(name) {
-        Some((FileKind::Manifest, _)) => Ok(name.to_owned()),
-        _ => Err(corrupt("CURRENT file does not name a MANIFEST")),
-    }
+    filename::parse_current(&bytes)
+        .map(str::to_owned)
+        .map_err(|reason| Error::corruption(&path, 0, reason))
 }
 
 /// True if `CURRENT` can be read and names MANIFEST `manifest_number`.
