@@ -540,6 +540,48 @@ fn check_reports_a_missing_live_log_as_damage() {
     );
 }
 
+/// A failed `export FILE` used to leave the part it had written in FILE (replacing what FILE
+/// held); now FILE is replaced only by a whole export, and nothing else is left behind.
+#[test]
+fn a_failed_export_leaves_no_partial_file() {
+    let dir = database(3000);
+    let db = p(dir.path());
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = out_dir.path().join("export.tsv");
+    // Text mode stops at a key it cannot print: exit 1, no file.
+    let binary = tempfile::tempdir().unwrap();
+    ok(&["put", p(binary.path()), "7a0a", "31", "--hex", "--create"]);
+    ok(&["put", p(binary.path()), "a", "1"]);
+    fails(&["export", p(binary.path()), p(&out)], 1);
+    assert_eq!(fs::read_dir(out_dir.path()).unwrap().count(), 0);
+
+    // A whole export replaces the file; a damaged table stops the next one (exit 3), and the
+    // file keeps the whole export.
+    ok(&["export", db, p(&out)]);
+    let whole = fs::read(&out).unwrap();
+    assert!(whole == ok(&["export", db]).into_bytes());
+    let table = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "ldb"))
+        .unwrap();
+    let mut data = fs::read(&table).unwrap();
+    let middle = data.len() / 2;
+    data[middle] ^= 0x10;
+    fs::write(&table, &data).unwrap();
+    let err = fails(&["export", db, p(&out)], 3);
+    assert!(err.contains("corruption in"), "{err}");
+    assert!(
+        fs::read(&out).unwrap() == whole,
+        "the failed export changed the file"
+    );
+    let names: Vec<_> = fs::read_dir(out_dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["export.tsv"]);
+}
+
 #[test]
 fn repair_rebuilds_a_database_that_will_not_open() {
     let dir = database(2000);

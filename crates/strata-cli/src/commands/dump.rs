@@ -167,7 +167,7 @@ pub fn dump(args: &DumpArgs) -> Result<ExitCode, CliError> {
     let env = PosixEnv::new();
     let size = env.file_size(path)?;
     let mut d = Dumper {
-        out: output(None)?,
+        out: output()?,
         encoding: Encoding::new(args.hex),
         full_values: args.full_values,
         damage: 0,
