@@ -289,6 +289,29 @@ fn load_reports_the_bad_line_and_keeps_the_lines_before_it() {
         err.contains("line 1: key: not UTF-8") && err.contains("--hex"),
         "{err}"
     );
+    // A key over the library's limit, in the middle of a batch: it used to fail the whole
+    // batch as a bare "invalid argument", dropping the good lines before it unreported.
+    let huge = dir.path().join("huge.tsv");
+    let mut text = b"h1\tx\nh2\ty\n".to_vec();
+    text.extend(std::iter::repeat_n(b'k', strata::MAX_KEY_SIZE + 1));
+    text.extend_from_slice(b"\tv\nh3\tz\n");
+    fs::write(&huge, &text).unwrap();
+    drop(text);
+    let err = fails(&["load", p(&db), p(&huge)], 1);
+    assert!(
+        err.contains(&format!(
+            "{}, line 3: key of {} bytes is over the limit of {}; the 2 entries before it are \
+             written to {}",
+            p(&huge),
+            strata::MAX_KEY_SIZE + 1,
+            strata::MAX_KEY_SIZE,
+            p(&db)
+        )),
+        "{err}"
+    );
+    assert_eq!(ok(&["get", p(&db), "h2"]), "y\n");
+    fails(&["get", p(&db), "h3"], 4);
+
     let err = fails(&["load", p(&db), p(&dir.path().join("missing.tsv"))], 5);
     assert!(
         err.contains("cannot open") && err.contains("missing.tsv"),
