@@ -70,7 +70,9 @@ enum Command {
     },
     /// Print entries in key order, as key<TAB>value lines.
     Scan(commands::read::ScanArgs),
-    /// Write key<TAB>value lines from FILE (or stdin) into the database, in batches.
+    /// Write key<TAB>value lines from FILE (or stdin) into the database, in batches. At a bad
+    /// line or a read error, the lines before it are written and the error names the line and
+    /// how many entries are written.
     Load {
         /// The database directory.
         db: PathBuf,
@@ -86,7 +88,8 @@ enum Command {
     Export {
         /// The database directory.
         db: PathBuf,
-        /// The output file (replaced if it exists); standard output when absent or "-".
+        /// The output file, replaced only by a whole export (a failed export leaves FILE as it
+        /// was); standard output when absent or "-".
         file: Option<PathBuf>,
         #[command(flatten)]
         read: ReadFlags,
@@ -135,9 +138,12 @@ enum Command {
         #[command(flatten)]
         write: WriteFlags,
     },
-    /// Print the records of one file: a .log, a MANIFEST, a .ldb or .sst table, CURRENT.
+    /// Print the records of one file: a .log, a MANIFEST, a .ldb or .sst table, CURRENT. Exits
+    /// 3 when damage is found, 5 when the file cannot be read.
     Dump(commands::dump::DumpArgs),
     /// Delete the database: every file of its own in DB, then DB itself if it is left empty.
+    /// A directory that is not a database (no CURRENT naming a MANIFEST that reads) is refused,
+    /// and nothing in it is deleted.
     Destroy {
         /// The database directory.
         db: PathBuf,
