@@ -1,9 +1,28 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! The tool's errors and exit codes: 1 for an error, 2 for a usage error, 3 for damage found
-//! (`check`, `dump`). Every error is printed as one line on stderr.
+//! The tool's errors and exit codes. Every error is printed as one line on stderr.
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success (`check`: the database is sound) |
+//! | 1 | the command failed: not a database, locked by another process, a bad input line, ... |
+//! | 2 | usage error: a missing or malformed argument |
+//! | 3 | damage: `check` or `dump` found some, or any command met corrupt data on disk |
+//! | 4 | not found: `get` of a key the database does not hold |
+//! | 5 | I/O error: a file could not be opened, read or written (missing, no permission, disk full) |
 
 use std::io;
 use std::process::ExitCode;
+
+/// Exit code of a command that failed for a reason without a code of its own.
+pub const FAILED: u8 = 1;
+/// Exit code of a usage error.
+pub const USAGE: u8 = 2;
+/// Exit code of a command that found damage, or met it.
+pub const DAMAGE_FOUND: u8 = 3;
+/// Exit code of `get` for a key the database does not hold.
+pub const NOT_FOUND: u8 = 4;
+/// Exit code of a failed read or write of a file.
+pub const IO_ERROR: u8 = 5;
 
 /// Why a command stopped.
 #[derive(Debug)]
@@ -12,6 +31,12 @@ pub enum CliError {
     Usage(String),
     /// The command failed: exit code 1.
     Failed(String),
+    /// Data on disk is damaged ([`strata::Error::Corruption`]): exit code 3.
+    Damage(String),
+    /// What was asked for is not there (a key): exit code 4.
+    NotFound(String),
+    /// A file could not be opened, read or written: exit code 5.
+    Io(String),
     /// Standard output was closed by its reader (`strata scan DB | head`): stop quietly.
     OutputClosed,
 }
@@ -22,39 +47,56 @@ impl CliError {
         CliError::Failed(message.into())
     }
 
+    /// A failed read or write; `what` names the file and the operation.
+    pub fn io(what: impl std::fmt::Display, e: io::Error) -> CliError {
+        CliError::Io(format!("{what}: {e}"))
+    }
+
     /// A failed write of the command's output: quiet when the reader went away.
     pub fn output(e: io::Error) -> CliError {
         if e.kind() == io::ErrorKind::BrokenPipe {
             CliError::OutputClosed
         } else {
-            CliError::Failed(format!("writing the output: {e}"))
+            CliError::io("writing the output", e)
+        }
+    }
+
+    /// The exit code of this error.
+    pub fn code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => USAGE,
+            CliError::Failed(_) => FAILED,
+            CliError::Damage(_) => DAMAGE_FOUND,
+            CliError::NotFound(_) => NOT_FOUND,
+            CliError::Io(_) => IO_ERROR,
+            CliError::OutputClosed => 0,
         }
     }
 
     /// Prints the error and returns the exit code.
     pub fn report(self) -> ExitCode {
+        let code = self.code();
         match self {
-            CliError::Usage(message) => {
-                eprintln!("strata: {message}");
-                ExitCode::from(2)
-            }
-            CliError::Failed(message) => {
-                eprintln!("strata: {message}");
-                ExitCode::from(1)
-            }
-            CliError::OutputClosed => ExitCode::SUCCESS,
+            CliError::Usage(message)
+            | CliError::Failed(message)
+            | CliError::Damage(message)
+            | CliError::NotFound(message)
+            | CliError::Io(message) => eprintln!("strata: {message}"),
+            CliError::OutputClosed => {}
         }
+        ExitCode::from(code)
     }
 }
 
 impl From<strata::Error> for CliError {
     fn from(e: strata::Error) -> CliError {
-        CliError::Failed(e.to_string())
+        match e {
+            strata::Error::Corruption { .. } => CliError::Damage(e.to_string()),
+            strata::Error::Io { .. } => CliError::Io(e.to_string()),
+            _ => CliError::Failed(e.to_string()),
+        }
     }
 }
-
-/// Exit code for a command that found damage.
-pub const DAMAGE_FOUND: u8 = 3;
 
 /// Flattens one of clap's messages (several lines: the error, the usage, a hint) into one line.
 pub fn one_line(rendered: &str) -> String {
@@ -93,5 +135,19 @@ mod tests {
             "the following required arguments were not provided: <KEY> \
              (usage: strata get <DB> <KEY>)"
         );
+    }
+
+    #[test]
+    fn library_errors_get_the_code_of_their_kind() {
+        let corruption = strata::Error::corruption("/db/000005.ldb", 7, "bad block checksum");
+        assert_eq!(CliError::from(corruption).code(), DAMAGE_FOUND);
+        let io = strata::Error::io("/db/000005.ldb", "read", io::Error::other("EIO"));
+        assert_eq!(CliError::from(io).code(), IO_ERROR);
+        let none = strata::Error::no_database("/db", "it has no CURRENT file");
+        assert_eq!(CliError::from(none).code(), FAILED);
+        let locked = strata::Error::Locked {
+            path: "/db/LOCK".into(),
+        };
+        assert_eq!(CliError::from(locked).code(), FAILED);
     }
 }

@@ -3,8 +3,8 @@
 //!
 //! Every command is one module under `commands/`. Commands that read (get, scan, export,
 //! stats, check, dump) open the database read-only: they write no file, start no compaction and
-//! create no log. Errors are one line on stderr; exit codes are 1 for an error, 2 for a usage
-//! error and 3 when `check` or `dump` finds damage.
+//! create no log. Errors are one line on stderr; the exit codes are listed in `error.rs` and in
+//! `--help`.
 
 mod commands;
 mod encoding;
@@ -26,7 +26,10 @@ use crate::error::CliError;
 ///
 /// Keys and values are UTF-8 text unless --hex is given; then they are read and printed as
 /// lowercase hex, so any bytes round-trip. Commands that read never change the database.
-/// Exit codes: 0 success, 1 error, 2 usage error, 3 damage found (check, dump).
+/// Exit codes: 0 success (check: sound); 1 the command failed (not a database, locked by
+/// another process, a bad input line); 2 usage error; 3 damage found or met (corrupt data, from
+/// any command); 4 not found (get of a key the database does not hold); 5 I/O error (a file
+/// could not be opened, read or written).
 #[derive(Parser, Debug)]
 #[command(name = "strata", version, arg_required_else_help = true)]
 struct Cli {
@@ -36,7 +39,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Print the value of KEY.
+    /// Print the value of KEY; exit 4 if the database does not hold it.
     Get {
         /// The database directory.
         db: PathBuf,
@@ -67,7 +70,9 @@ enum Command {
     },
     /// Print entries in key order, as key<TAB>value lines.
     Scan(commands::read::ScanArgs),
-    /// Write key<TAB>value lines from FILE (or stdin) into the database, in batches.
+    /// Write key<TAB>value lines from FILE (or stdin) into the database, in batches. At a bad
+    /// line or a read error, the lines before it are written and the error names the line and
+    /// how many entries are written.
     Load {
         /// The database directory.
         db: PathBuf,
@@ -83,7 +88,8 @@ enum Command {
     Export {
         /// The database directory.
         db: PathBuf,
-        /// The output file (replaced if it exists); standard output when absent or "-".
+        /// The output file, replaced only by a whole export (a failed export leaves FILE as it
+        /// was); standard output when absent or "-".
         file: Option<PathBuf>,
         #[command(flatten)]
         read: ReadFlags,
@@ -132,9 +138,12 @@ enum Command {
         #[command(flatten)]
         write: WriteFlags,
     },
-    /// Print the records of one file: a .log, a MANIFEST, a .ldb or .sst table, CURRENT.
+    /// Print the records of one file: a .log, a MANIFEST, a .ldb or .sst table, CURRENT. Exits
+    /// 3 when damage is found, 5 when the file cannot be read.
     Dump(commands::dump::DumpArgs),
     /// Delete the database: every file of its own in DB, then DB itself if it is left empty.
+    /// A directory that is not a database (no CURRENT naming a MANIFEST that reads) is refused,
+    /// and nothing in it is deleted.
     Destroy {
         /// The database directory.
         db: PathBuf,

@@ -176,7 +176,8 @@ fn put_get_delete() {
     ok(&["put", p(&db), "pear", "green", "--sync"]);
     assert_eq!(ok(&["get", p(&db), "apple"]), "red\n");
     ok(&["delete", p(&db), "apple"]);
-    let err = fails(&["get", p(&db), "apple"], 1);
+    // A missing key has an exit code of its own (4), apart from errors (1).
+    let err = fails(&["get", p(&db), "apple"], 4);
     assert!(err.contains("'apple' not found in"), "{err}");
     // Hex keys read, and hex values printed.
     assert_eq!(ok(&["get", p(&db), "70656172", "--hex"]), "677265656e\n");
@@ -288,7 +289,30 @@ fn load_reports_the_bad_line_and_keeps_the_lines_before_it() {
         err.contains("line 1: key: not UTF-8") && err.contains("--hex"),
         "{err}"
     );
-    let err = fails(&["load", p(&db), p(&dir.path().join("missing.tsv"))], 1);
+    // A key over the library's limit, in the middle of a batch: it used to fail the whole
+    // batch as a bare "invalid argument", dropping the good lines before it unreported.
+    let huge = dir.path().join("huge.tsv");
+    let mut text = b"h1\tx\nh2\ty\n".to_vec();
+    text.extend(std::iter::repeat_n(b'k', strata::MAX_KEY_SIZE + 1));
+    text.extend_from_slice(b"\tv\nh3\tz\n");
+    fs::write(&huge, &text).unwrap();
+    drop(text);
+    let err = fails(&["load", p(&db), p(&huge)], 1);
+    assert!(
+        err.contains(&format!(
+            "{}, line 3: key of {} bytes is over the limit of {}; the 2 entries before it are \
+             written to {}",
+            p(&huge),
+            strata::MAX_KEY_SIZE + 1,
+            strata::MAX_KEY_SIZE,
+            p(&db)
+        )),
+        "{err}"
+    );
+    assert_eq!(ok(&["get", p(&db), "h2"]), "y\n");
+    fails(&["get", p(&db), "h3"], 4);
+
+    let err = fails(&["load", p(&db), p(&dir.path().join("missing.tsv"))], 5);
     assert!(
         err.contains("cannot open") && err.contains("missing.tsv"),
         "{err}"
@@ -498,17 +522,87 @@ fn check_finds_damage_names_file_and_offset_and_exits_3() {
     assert_eq!(json["damage"][0]["offset"], 0);
 
     // A read of the damaged block is an error naming the file and offset, not a wrong value.
-    let err = fails(&["get", db, &first_key], 1);
+    // Corruption met by any command is damage: exit 3, as from check.
+    let err = fails(&["get", db, &first_key], 3);
     assert!(
         err.contains(&format!("corruption in {} at offset 0", p(&table))),
         "{err}"
     );
-    let err = fails(&["scan", db], 1);
+    let err = fails(&["scan", db], 3);
     assert!(err.contains("corruption in"), "{err}");
     // dump shows the damage and exits 3 too.
     let out = strata(&["dump", p(&table)]);
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stdout).contains("damaged: corruption in"));
+}
+
+/// `check` fails where opening fails: without its live log a database does not open, and
+/// `check` used to call it sound (exit 0) while `scan` failed.
+#[test]
+fn check_reports_a_missing_live_log_as_damage() {
+    let dir = database(100);
+    let db = p(dir.path());
+    assert!(ok(&["check", db]).contains(": sound;"));
+    let log = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "log"))
+        .unwrap();
+    fs::remove_file(&log).unwrap();
+    let err = one_line(&strata(&["scan", db]).stderr);
+    assert!(err.contains(p(&log)), "{err}");
+    let out = strata(&["check", db]);
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "damaged: {} at offset 0: the log the MANIFEST names as live is missing",
+            p(&log)
+        )),
+        "{text}"
+    );
+}
+
+/// A failed `export FILE` used to leave the part it had written in FILE (replacing what FILE
+/// held); now FILE is replaced only by a whole export, and nothing else is left behind.
+#[test]
+fn a_failed_export_leaves_no_partial_file() {
+    let dir = database(3000);
+    let db = p(dir.path());
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = out_dir.path().join("export.tsv");
+    // Text mode stops at a key it cannot print: exit 1, no file.
+    let binary = tempfile::tempdir().unwrap();
+    ok(&["put", p(binary.path()), "7a0a", "31", "--hex", "--create"]);
+    ok(&["put", p(binary.path()), "a", "1"]);
+    fails(&["export", p(binary.path()), p(&out)], 1);
+    assert_eq!(fs::read_dir(out_dir.path()).unwrap().count(), 0);
+
+    // A whole export replaces the file; a damaged table stops the next one (exit 3), and the
+    // file keeps the whole export.
+    ok(&["export", db, p(&out)]);
+    let whole = fs::read(&out).unwrap();
+    assert!(whole == ok(&["export", db]).into_bytes());
+    let table = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "ldb"))
+        .unwrap();
+    let mut data = fs::read(&table).unwrap();
+    let middle = data.len() / 2;
+    data[middle] ^= 0x10;
+    fs::write(&table, &data).unwrap();
+    let err = fails(&["export", db, p(&out)], 3);
+    assert!(err.contains("corruption in"), "{err}");
+    assert!(
+        fs::read(&out).unwrap() == whole,
+        "the failed export changed the file"
+    );
+    let names: Vec<_> = fs::read_dir(out_dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["export.tsv"]);
 }
 
 #[test]
@@ -603,8 +697,69 @@ fn dump_prints_every_kind_of_file() {
     let err = fails(&["dump", p(&renamed)], 2);
     assert!(err.contains("--kind"), "{err}");
     assert!(ok(&["dump", p(&renamed), "--kind", "table"]).ends_with("500 entries\n"));
-    let err = fails(&["dump", p(&fixture.path().join("000099.log"))], 1);
+    let err = fails(&["dump", p(&fixture.path().join("000099.log"))], 5);
     assert!(err.contains("000099.log"), "{err}");
+}
+
+/// `dump` exits 3 for damage only: it used to exit 3 for an I/O error, and 0 for a file of
+/// garbage read as a log (no record, so "empty") or for a CURRENT that `check` calls damaged.
+#[test]
+fn dump_exit_codes_tell_damage_from_io_errors_and_garbage_from_a_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    // 100 bytes from a fixed xorshift: no log writer wrote them.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let garbage: Vec<u8> = (0..100)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
+        .collect();
+    let log = dir.path().join("000007.log");
+    fs::write(&log, &garbage).unwrap();
+    let out = strata(&["dump", p(&log)]);
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!("damaged: {} at offset 0: ", p(&log)))
+            && text.contains("(100 bytes dropped)"),
+        "{text}"
+    );
+    let manifest = dir.path().join("MANIFEST-000002");
+    fs::write(&manifest, &garbage).unwrap();
+    assert_eq!(strata(&["dump", p(&manifest)]).status.code(), Some(3));
+
+    // A log whose last record a crash cut short: a note, not damage.
+    let fixture = copy_fixture(&project_fixtures(), "small");
+    let whole = fs::read(fixture.path().join("000004.log")).unwrap();
+    fs::write(&log, &whole[..whole.len() - 5]).unwrap();
+    let text = ok(&["dump", p(&log)]);
+    assert!(text.contains("torn tail: "), "{text}");
+
+    // A file that cannot be read is an I/O error (5), not damage.
+    for name in ["000008.log", "000009.ldb", "000010.blob"] {
+        let a_dir = dir.path().join(name);
+        fs::create_dir(&a_dir).unwrap();
+        let err = fails(&["dump", p(&a_dir)], 5);
+        assert!(
+            err.contains("I/O error") && err.contains(p(&a_dir)),
+            "{err}"
+        );
+    }
+
+    // CURRENT: damaged when check would call it so, or when it names a missing MANIFEST.
+    let current = fixture.path().join("CURRENT");
+    ok(&["dump", p(&current)]);
+    fs::write(&current, "MANIFEST-000002").unwrap();
+    let out = strata(&["dump", p(&current)]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("does not end with a newline"));
+    fs::write(&current, "MANIFEST-000099\n").unwrap();
+    let out = strata(&["dump", p(&current)]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("names MANIFEST-000099, which does not exist"));
 }
 
 #[test]
@@ -616,7 +771,7 @@ fn destroy_removes_a_database_and_refuses_anything_else() {
     fs::write(plain.join("LOG"), "not a database's").unwrap();
     let err = fails(&["destroy", p(&plain)], 1);
     assert!(
-        err.contains("is not a database") && err.contains("nothing destroyed"),
+        err.contains("is not a database") && err.contains("nothing deleted"),
         "{err}"
     );
     assert_eq!(fs::read_dir(&plain).unwrap().count(), 2);
@@ -630,6 +785,62 @@ fn destroy_removes_a_database_and_refuses_anything_else() {
     assert!(!db.exists());
     let err = fails(&["destroy", p(&db)], 1);
     assert!(err.contains("does not exist"), "{err}");
+}
+
+/// `destroy` used to delete any file a database could own (a `.log`, `LOG`) in a directory
+/// that is not a database, and the directory with them when nothing else was there.
+#[test]
+fn destroy_deletes_nothing_of_a_directory_that_is_not_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    fs::create_dir(&logs).unwrap();
+    fs::write(logs.join("000001.log"), "an application's log").unwrap();
+    fs::write(logs.join("LOG"), "another").unwrap();
+    let before = snapshot(&logs);
+    let err = fails(&["destroy", p(&logs)], 1);
+    assert!(
+        err.contains(&format!(
+            "{} is not a database: it has no CURRENT file",
+            p(&logs)
+        )),
+        "{err}"
+    );
+    assert_eq!(snapshot(&logs), before);
+
+    // A CURRENT that names no MANIFEST, beside a table: not a database either.
+    let remains = dir.path().join("remains");
+    fs::create_dir(&remains).unwrap();
+    fs::write(remains.join("CURRENT"), "MANIFEST-000009\n").unwrap();
+    fs::write(remains.join("000005.sst"), "a table").unwrap();
+    let before = snapshot(&remains);
+    let err = fails(&["destroy", p(&remains)], 1);
+    assert!(
+        err.contains("CURRENT names a MANIFEST that does not exist")
+            && err.contains("nothing deleted"),
+        "{err}"
+    );
+    assert_eq!(snapshot(&remains), before);
+
+    // A database beside files of its owner's: the database goes, the rest stays, and is named.
+    let db = dir.path().join("db");
+    ok(&["put", p(&db), "k", "v", "--create"]);
+    fs::write(db.join("notes.txt"), "mine").unwrap();
+    fs::create_dir(db.join("lost")).unwrap();
+    let out = ok(&["destroy", p(&db)]);
+    assert_eq!(
+        out,
+        format!(
+            "destroyed the database in {}; kept the directory, which holds files that are not \
+             the database's: lost/, notes.txt\n",
+            p(&db)
+        )
+    );
+    let mut left: Vec<_> = fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["lost", "notes.txt"]);
 }
 
 #[test]
@@ -658,6 +869,42 @@ fn paths_that_are_not_databases_are_one_line_errors() {
     assert!(!missing.exists());
 }
 
+/// A command that changes a database, run without --create on a directory that holds none,
+/// fails before it creates anything there (it used to leave LOCK and LOG behind).
+#[test]
+fn write_commands_create_nothing_where_there_is_no_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    let input = dir.path().join("input.tsv");
+    fs::write(&input, "k\tv\n").unwrap();
+    let db = p(&empty);
+    for args in [
+        vec!["put", db, "k", "v"],
+        vec!["delete", db, "k"],
+        vec!["load", db, p(&input)],
+        vec!["compact", db],
+        vec!["repair", db],
+        vec!["destroy", db],
+    ] {
+        let err = fails(&args, 1);
+        assert!(
+            err.contains(&format!("{db} is not a database")),
+            "{args:?}: {err}"
+        );
+        let left: Vec<_> = fs::read_dir(&empty).unwrap().collect();
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
+    let err = fails(&["put", db, "k", "v"], 1);
+    assert!(
+        err.ends_with(
+            "it has no CURRENT file (create_if_missing is not set); pass --create to \
+                       create a new database\n"
+        ),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_database_another_process_writes_is_refused() {
     let dir = database(100);
@@ -682,6 +929,35 @@ fn a_database_another_process_writes_is_refused() {
     }
     drop(open);
     assert_eq!(ok(&["get", db, "key00001"]), "value-1\n");
+}
+
+/// Each kind of failure has its exit code, and --help lists them: a missing key (4) is not an
+/// error (1), an I/O error (5) is not damage (3).
+#[test]
+fn exit_codes_tell_not_found_failure_damage_and_io_apart() {
+    let dir = database(10);
+    let db = p(dir.path());
+    fails(&["get", db, "absent"], 4);
+    let err = fails(&["get", &format!("{db}/nowhere"), "k"], 1);
+    assert!(err.contains("is not a database"), "{err}");
+    let out_dir = tempfile::tempdir().unwrap();
+    let unwritable = out_dir.path().join("no-such-dir").join("out.tsv");
+    let err = fails(&["export", db, p(&unwritable)], 5);
+    assert!(err.contains(p(&unwritable)), "{err}");
+    let help = ok(&["--help"]);
+    for code in [
+        "0 success",
+        "1 the command failed",
+        "2 usage error",
+        "3 damage",
+        "4 not found",
+        "5 I/O error",
+    ] {
+        assert!(
+            help.contains(code),
+            "--help does not document {code:?}: {help}"
+        );
+    }
 }
 
 #[test]

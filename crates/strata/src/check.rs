@@ -23,12 +23,12 @@ use crate::batch::WriteBatch;
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::filename;
-pub use crate::filename::{parse_file_name, FileKind};
+pub use crate::filename::{parse_current, parse_file_name, FileKind};
 use crate::log::{LogReader, ReadMode};
 use crate::options::Options;
 use crate::table::{Table, TableVerification};
-use crate::version::set::read_current;
-use crate::version::{FileMetaData, VersionEdit, NUM_LEVELS};
+use crate::version::set::{read_current, replay_manifest, ManifestReplay};
+use crate::version::FileMetaData;
 
 /// What [`check`] found.
 #[derive(Debug, Clone, Default)]
@@ -154,7 +154,7 @@ impl fmt::Display for Damage {
 ///
 /// # Errors
 /// Damage is in the report, not an error. Errors are for what stops the check from starting:
-/// `path` does not exist or holds no database ([`Error::InvalidArgument`]), a writer holds the
+/// `path` does not exist or holds no database ([`Error::NoDatabase`]), a writer holds the
 /// database ([`Error::Locked`]), the directory cannot be listed ([`Error::Io`]), or the
 /// MANIFEST records another comparator than `options`'.
 pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
@@ -162,12 +162,15 @@ pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
     let options = options.sanitized()?;
     let env = &*options.env;
     if !env.exists(dir) {
-        return Err(Error::invalid_argument(format!(
-            "{} does not exist",
-            dir.display()
-        )));
+        return Err(Error::no_database(dir, "the directory does not exist"));
     }
-    let mut names = env.children(dir)?;
+    let mut names = match env.children(dir) {
+        Ok(names) => names,
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotADirectory => {
+            return Err(Error::no_database(dir, "it is not a directory"));
+        }
+        Err(e) => return Err(e),
+    };
     names.sort();
     let kinds: Vec<(String, FileKind, u64)> = names
         .into_iter()
@@ -183,10 +186,10 @@ pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
         )
     });
     if !holds_database_files {
-        return Err(Error::invalid_argument(format!(
-            "{} is not a database: it holds no CURRENT, MANIFEST, table or log file",
-            dir.display()
-        )));
+        return Err(Error::no_database(
+            dir,
+            "it holds no CURRENT, MANIFEST, table or log file",
+        ));
     }
     let lock_path = filename::lock_file(dir);
     let _lock = if env.exists(&lock_path) {
@@ -225,7 +228,7 @@ pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
                 if report.manifest.as_deref() == Some(name.as_str()) {
                     file.live = true;
                     file.torn_tail = report.manifest_torn_tail;
-                    file.records = manifest.as_ref().map_or(0, |m| m.records);
+                    file.records = manifest.as_ref().map_or(0, |m| m.replay.records);
                 }
             }
             FileKind::Log => {
@@ -260,6 +263,12 @@ pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
         report.files.push(file);
     }
     if let Some(manifest) = &manifest {
+        // Opening fails without the log the MANIFEST names as live; the other logs it would
+        // replay are read above.
+        let live_log = crate::db::live_log_must_exist(env, dir, manifest.replay.log_number);
+        if let Err(e) = live_log {
+            report.damage.push(e.into());
+        }
         for number in manifest.blob_files.keys() {
             if !found_blobs.contains(number) {
                 report.damage.push(Damage::new(
@@ -282,25 +291,25 @@ pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
     Ok(report)
 }
 
-/// What the MANIFEST says the database is made of.
+/// What the MANIFEST says the database is made of, as opening the database reads it.
 struct ManifestState {
-    records: u64,
-    log_number: u64,
-    prev_log_number: u64,
+    replay: ManifestReplay,
     /// Live tables by number: their level and what the MANIFEST records of them.
     tables: BTreeMap<u64, (usize, FileMetaData)>,
-    /// Live blob files.
-    blob_files: std::collections::BTreeMap<u64, u64>,
+    /// Live blob files by number: the length the MANIFEST records.
+    blob_files: BTreeMap<u64, u64>,
 }
 
 impl ManifestState {
     fn log_is_live(&self, number: u64) -> bool {
-        number >= self.log_number || (number != 0 && number == self.prev_log_number)
+        self.replay.log_is_live(number)
     }
 }
 
-/// Reads `CURRENT` and the MANIFEST it names, recording damage. `None` if the database's state
-/// could not be read far enough to know which files are live.
+/// Reads `CURRENT` and the MANIFEST it names through the replay opening the database uses
+/// ([`replay_manifest`]), so that whatever makes opening refuse the MANIFEST (damage, a missing
+/// counter, overlapping tables in a level above 0) is damage here. `None` if the database's
+/// state could not be read, so that no file is known to be live.
 fn read_manifest(
     env: &dyn Env,
     dir: &Path,
@@ -316,121 +325,42 @@ fn read_manifest(
         ));
         return Ok(None);
     }
-    let name = match read_current(env, dir) {
-        Ok(name) => name,
+    report.manifest = read_current(env, dir).ok();
+    let icmp = crate::key::InternalKeyComparator::new(options.comparator.clone());
+    let replay = match replay_manifest(env, dir, &icmp) {
+        Ok(replay) => replay,
+        // Another comparator is the caller's mistake, not damage.
+        Err(e @ Error::InvalidArgument(_)) => return Err(e),
         Err(e) => {
             report.damage.push(e.into());
             return Ok(None);
         }
     };
-    report.manifest = Some(name.clone());
-    let path = dir.join(&name);
-    let file = match env.new_sequential_file(&path) {
-        Ok(file) => file,
-        Err(e) if e.is_not_found() => {
-            report.damage.push(Damage::new(
-                &path,
-                None,
-                "the MANIFEST that CURRENT names is missing",
-            ));
-            return Ok(None);
-        }
-        Err(e) => {
-            report.damage.push(e.into());
-            return Ok(None);
-        }
-    };
-    // As opening the database reads it: a torn tail (an edit a crash cut short) is where the
-    // MANIFEST ends; other damage is corruption.
-    let mut reader = LogReader::new(file, &path, ReadMode::Recovery);
-    let mut state = ManifestState {
-        records: 0,
-        log_number: 0,
-        prev_log_number: 0,
-        tables: BTreeMap::new(),
-        blob_files: Default::default(),
-    };
-    let (mut log_number, mut next_file, mut last_sequence) = (None, None, None);
-    loop {
-        let record = match reader.next_record() {
-            Ok(Some(record)) => record,
-            Ok(None) => break,
-            Err(e) => {
-                report.damage.push(e.into());
-                break;
-            }
-        };
-        state.records += 1;
-        let decoded = VersionEdit::decode(record);
-        let offset = reader.last_record_offset();
-        let edit = match decoded {
-            Ok(edit) => edit,
-            Err(e) => {
-                let mut damage = Damage::from(e);
-                damage.file = path.clone();
-                damage.offset = Some(offset + damage.offset.unwrap_or(0));
-                report.damage.push(damage);
-                continue;
-            }
-        };
-        if let Some(c) = &edit.comparator {
-            let ours = options.comparator.name();
-            // A database with blob files marks its MANIFEST with a suffixed name.
-            let c = c
-                .strip_suffix(crate::version::BLOB_COMPARATOR_SUFFIX)
-                .unwrap_or(c);
-            if c != ours {
-                return Err(Error::invalid_argument(format!(
-                    "{} was created with comparator {c}, not {ours}",
-                    dir.display()
-                )));
-            }
-            report.comparator = Some(c.to_owned());
-        }
-        for number in &edit.deleted_blob_files {
-            state.blob_files.remove(number);
-        }
-        for meta in &edit.new_blob_files {
-            state.blob_files.insert(meta.number, meta.file_size);
-        }
-        for (level, number) in &edit.deleted_files {
-            if state.tables.get(number).map(|(l, _)| l) == Some(level) {
-                state.tables.remove(number);
-            }
-        }
-        for (level, meta) in &edit.new_files {
-            if *level >= NUM_LEVELS {
-                report.damage.push(Damage::new(
-                    &path,
-                    Some(offset),
-                    format!("table {} is at level {level}, past the last", meta.number),
-                ));
-                continue;
-            }
-            state.tables.insert(meta.number, (*level, meta.clone()));
-        }
-        log_number = edit.log_number.or(log_number);
-        state.prev_log_number = edit.prev_log_number.unwrap_or(state.prev_log_number);
-        next_file = edit.next_file_number.or(next_file);
-        last_sequence = edit.last_sequence.or(last_sequence);
-    }
-    report.manifest_torn_tail = reader.torn_tail();
-    for (what, value) in [
-        ("log-number", log_number),
-        ("next-file", next_file),
-        ("last-sequence", last_sequence),
-    ] {
-        if value.is_none() {
-            report.damage.push(Damage::new(
-                &path,
-                None,
-                format!("MANIFEST has no {what} entry"),
-            ));
-        }
-    }
-    report.last_sequence = last_sequence;
-    state.log_number = log_number.unwrap_or(0);
-    Ok(Some(state))
+    report.comparator = replay.comparator.clone();
+    report.last_sequence = Some(replay.last_sequence);
+    report.manifest_torn_tail = replay.torn_tail;
+    let tables = replay
+        .version
+        .files
+        .iter()
+        .enumerate()
+        .flat_map(|(level, files)| {
+            files
+                .iter()
+                .map(move |f| (f.number, (level, f.meta.clone())))
+        })
+        .collect();
+    let blob_files = replay
+        .version
+        .blob_files
+        .iter()
+        .map(|(&number, state)| (number, state.meta.file_size))
+        .collect();
+    Ok(Some(ManifestState {
+        replay,
+        tables,
+        blob_files,
+    }))
 }
 
 /// Reads the log at `path` as opening the database does (recovery mode: a torn tail is where

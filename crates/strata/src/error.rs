@@ -3,7 +3,8 @@
 //!
 //! Every fallible function returns [`Result`]. Errors carry the context a person needs to act on
 //! them: the path of the file, and for corruption the byte offset where the damage was found.
-//! Not-found is not an error: lookups return `Ok(None)`.
+//! A missing key is not an error: lookups return `Ok(None)`. A missing database is
+//! ([`Error::NoDatabase`]).
 
 use std::borrow::Cow;
 use std::io;
@@ -61,6 +62,21 @@ pub enum Error {
     /// writes. Reads go on; reopening recovers from the log.
     #[error("the database stopped after a panic {0}; reopen it")]
     Poisoned(Cow<'static, str>),
+    /// There is no database at `path`: the directory does not exist, or it has no `CURRENT`
+    /// file, and `create_if_missing` is not set (or the open is read-only); for
+    /// [`destroy`](crate::destroy) and [`check`](crate::check), the directory holds no
+    /// database by their rules. Nothing was created or changed.
+    ///
+    /// A directory that holds a database's files without `CURRENT` is not this error when
+    /// `create_if_missing` is set: that is [`Error::Corruption`] (a damaged database).
+    #[error("{} is not a database: {reason}", path.display())]
+    NoDatabase {
+        /// The directory.
+        path: PathBuf,
+        /// What is missing, for a person: `"the directory does not exist"`, `"it has no
+        /// CURRENT file"`, ...
+        reason: Cow<'static, str>,
+    },
     /// Another handle, in this process or another, holds the lock on `path`.
     #[error("database is locked: {} is held by another process or handle", path.display())]
     Locked {
@@ -97,6 +113,21 @@ impl Error {
         Error::InvalidArgument(reason.into())
     }
 
+    /// No database at `path`, for the reason given.
+    ///
+    /// ```
+    /// use strata::Error;
+    /// let e = Error::no_database("/data/db", "it has no CURRENT file");
+    /// assert!(e.is_not_found());
+    /// assert_eq!(e.to_string(), "/data/db is not a database: it has no CURRENT file");
+    /// ```
+    pub fn no_database(path: impl Into<PathBuf>, reason: impl Into<Cow<'static, str>>) -> Error {
+        Error::NoDatabase {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+
     /// An unsupported operation.
     pub fn not_supported(reason: impl Into<Cow<'static, str>>) -> Error {
         Error::NotSupported(reason.into())
@@ -117,8 +148,12 @@ impl Error {
         matches!(self, Error::Corruption { .. })
     }
 
-    /// True for [`Error::Io`] whose source has kind `NotFound`.
+    /// True for [`Error::NoDatabase`], and for [`Error::Io`] whose source has kind `NotFound`.
     pub fn is_not_found(&self) -> bool {
-        matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+        match self {
+            Error::NoDatabase { .. } => true,
+            Error::Io { source, .. } => source.kind() == io::ErrorKind::NotFound,
+            _ => false,
+        }
     }
 }

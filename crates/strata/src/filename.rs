@@ -122,6 +122,28 @@ pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
     parse_number(digits).map(|n| (kind, n))
 }
 
+/// The MANIFEST name the contents of a `CURRENT` file hold: one name and a newline. The error
+/// says what is wrong.
+///
+/// # Example
+///
+/// ```
+/// use strata::check::parse_current;
+/// assert_eq!(parse_current(b"MANIFEST-000002\n"), Ok("MANIFEST-000002"));
+/// assert!(parse_current(b"MANIFEST-000002").is_err());
+/// assert!(parse_current(b"000005.ldb\n").is_err());
+/// ```
+pub fn parse_current(contents: &[u8]) -> Result<&str, &'static str> {
+    let Some(name) = contents.strip_suffix(b"\n") else {
+        return Err("CURRENT file does not end with a newline");
+    };
+    let name = std::str::from_utf8(name).map_err(|_| "CURRENT file is not a file name")?;
+    match parse_file_name(name) {
+        Some((FileKind::Manifest, _)) => Ok(name),
+        _ => Err("CURRENT file does not name a MANIFEST"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use crate::error::CliError;
 use crate::WriteFlags;
 
 /// True if `db` holds a file that only a database has: CURRENT, a MANIFEST, a table or a log.
-/// Both commands refuse other directories, so that a mistyped path changes nothing.
+/// `repair` refuses other directories, so that a mistyped path changes nothing.
 fn holds_a_database(db: &Path) -> Result<bool, CliError> {
     let entries = std::fs::read_dir(db).map_err(|e| {
         CliError::failed(format!("{} is not a database directory: {e}", db.display()))
@@ -55,7 +55,9 @@ pub fn repair(db: &Path, flags: &WriteFlags) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `strata destroy DB`.
+/// `strata destroy DB`: the library refuses a directory that is not a database
+/// ([`strata::Error::NoDatabase`]) before it deletes anything, and keeps every file that is
+/// not the database's; those are listed.
 pub fn destroy(db: &Path) -> Result<ExitCode, CliError> {
     if !db.exists() {
         return Err(CliError::failed(format!(
@@ -63,21 +65,28 @@ pub fn destroy(db: &Path) -> Result<ExitCode, CliError> {
             db.display()
         )));
     }
-    if !holds_a_database(db)? {
-        return Err(CliError::failed(format!(
-            "{} is not a database: it holds no CURRENT, MANIFEST, table or log file; nothing \
-             destroyed",
-            db.display()
-        )));
-    }
     strata::destroy(db, &Options::default())?;
-    if db.exists() {
-        println!(
-            "destroyed the database in {}; the directory holds other files and was kept",
-            db.display()
-        );
-    } else {
+    if !db.exists() {
         println!("destroyed {}", db.display());
+        return Ok(ExitCode::SUCCESS);
     }
+    let mut left: Vec<String> = std::fs::read_dir(db)
+        .map_err(|e| CliError::io(format_args!("listing {}", db.display()), e))?
+        .filter_map(Result::ok)
+        .map(|e| {
+            let mut name = e.file_name().to_string_lossy().into_owned();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                name.push('/');
+            }
+            name
+        })
+        .collect();
+    left.sort();
+    println!(
+        "destroyed the database in {}; kept the directory, which holds files that are not the \
+         database's: {}",
+        db.display(),
+        left.join(", ")
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -77,6 +77,16 @@ impl Dumper {
         self.line(format_args!("damaged: {what}"))
     }
 
+    /// An error met while reading: corruption is a damaged piece and the dump goes on; any
+    /// other error (I/O) stops it, with that error's exit code.
+    fn met(&mut self, e: strata::Error) -> Result<(), CliError> {
+        if e.is_corruption() {
+            self.damaged(e)
+        } else {
+            Err(e.into())
+        }
+    }
+
     fn key(&self, user_key: &[u8]) -> String {
         self.encoding.show(user_key)
     }
@@ -157,7 +167,7 @@ pub fn dump(args: &DumpArgs) -> Result<ExitCode, CliError> {
     let env = PosixEnv::new();
     let size = env.file_size(path)?;
     let mut d = Dumper {
-        out: output(None)?,
+        out: output()?,
         encoding: Encoding::new(args.hex),
         full_values: args.full_values,
         damage: 0,
@@ -165,14 +175,11 @@ pub fn dump(args: &DumpArgs) -> Result<ExitCode, CliError> {
     let name = format!("{kind:?}").to_lowercase();
     d.line(format_args!("{}: {name}, {size} bytes", path.display()))?;
     match kind {
-        DumpKind::Log => dump_log(&env, path, &mut d, false)?,
-        DumpKind::Manifest => dump_log(&env, path, &mut d, true)?,
+        DumpKind::Log => dump_log(&env, path, size, &mut d, false)?,
+        DumpKind::Manifest => dump_log(&env, path, size, &mut d, true)?,
         DumpKind::Table => dump_table(&env, path, size, &mut d)?,
         DumpKind::Blob => dump_blob(&env, path, &mut d)?,
-        DumpKind::Current => {
-            let bytes = strata::env::read_file_to_vec(&env, path)?;
-            d.line(format_args!("{}", Encoding::Text.show(&bytes)))?;
-        }
+        DumpKind::Current => dump_current(&env, path, &mut d)?,
     }
     d.out.flush().map_err(CliError::output)?;
     Ok(if d.damage == 0 {
@@ -182,8 +189,36 @@ pub fn dump(args: &DumpArgs) -> Result<ExitCode, CliError> {
     })
 }
 
-/// A log or a MANIFEST: both are sequences of records in the log format.
-fn dump_log(env: &PosixEnv, path: &Path, d: &mut Dumper, manifest: bool) -> Result<(), CliError> {
+/// `CURRENT`: its contents, damaged unless they name a MANIFEST (as opening reads them) that is
+/// in the same directory.
+fn dump_current(env: &PosixEnv, path: &Path, d: &mut Dumper) -> Result<(), CliError> {
+    let bytes = strata::env::read_file_to_vec(env, path)?;
+    d.line(format_args!("{}", Encoding::Text.show(&bytes)))?;
+    match strata::check::parse_current(&bytes) {
+        Ok(name) => {
+            let manifest = path.with_file_name(name);
+            if !env.exists(&manifest) {
+                d.damaged(format_args!(
+                    "{}: names {name}, which does not exist",
+                    path.display()
+                ))?;
+            }
+            Ok(())
+        }
+        Err(reason) => d.damaged(format_args!("{} at offset 0: {reason}", path.display())),
+    }
+}
+
+/// A log or a MANIFEST: both are sequences of records in the log format. Bytes after the last
+/// record are damage unless a crash while appending can have left them
+/// ([`strata::log::tail_damage`]): a file of garbage is not an empty log.
+fn dump_log(
+    env: &PosixEnv,
+    path: &Path,
+    size: u64,
+    d: &mut Dumper,
+    manifest: bool,
+) -> Result<(), CliError> {
     let file = env.new_sequential_file(path)?;
     let mut reader = LogReader::new(file, path, ReadMode::Tolerant);
     loop {
@@ -191,7 +226,7 @@ fn dump_log(env: &PosixEnv, path: &Path, d: &mut Dumper, manifest: bool) -> Resu
             Ok(Some(record)) => record.to_vec(),
             Ok(None) => break,
             Err(e) => {
-                d.damaged(e)?;
+                d.met(e)?;
                 break;
             }
         };
@@ -202,7 +237,22 @@ fn dump_log(env: &PosixEnv, path: &Path, d: &mut Dumper, manifest: bool) -> Resu
             dump_batch(offset, &record, d)?;
         }
     }
-    for c in reader.corruptions() {
+    let end = reader.end_of_last_record();
+    let mut damage = reader.corruptions().to_vec();
+    // Damage already found after the last record covers the tail.
+    if size > end && damage.iter().all(|c| c.offset < end) {
+        let file = env.new_random_access_file(path)?;
+        let tail = file.read_to_vec(end, (size - end) as usize)?;
+        match strata::log::tail_damage(&tail, end) {
+            Some(c) => damage.push(c),
+            None => d.line(format_args!(
+                "torn tail: {} bytes after offset {end}, a write a crash cut short (opening \
+                 the database drops it)",
+                size - end
+            ))?,
+        }
+    }
+    for c in damage {
         d.damaged(format_args!(
             "{} at offset {}: {} ({} bytes dropped)",
             path.display(),
@@ -245,7 +295,7 @@ fn dump_batch(offset: u64, record: &[u8], d: &mut Dumper) -> Result<(), CliError
                 ))?,
                 ValueKind::Deletion => d.line(format_args!("  del {}", d.key(op.key)))?,
             },
-            Err(e) => return d.damaged(e),
+            Err(e) => return d.met(e),
         }
     }
     Ok(())
@@ -324,7 +374,7 @@ fn dump_edit(offset: u64, record: &[u8], d: &mut Dumper) -> Result<(), CliError>
 fn dump_blob(env: &PosixEnv, path: &Path, d: &mut Dumper) -> Result<(), CliError> {
     let mut scanner = match strata::blob::BlobScanner::open(env, path) {
         Ok(scanner) => scanner,
-        Err(e) => return d.damaged(e),
+        Err(e) => return d.met(e),
     };
     d.line(format_args!("blob file {}", scanner.number()))?;
     let mut records = 0u64;
@@ -334,7 +384,7 @@ fn dump_blob(env: &PosixEnv, path: &Path, d: &mut Dumper) -> Result<(), CliError
                 records += 1;
                 let value = match r.value(path) {
                     Ok(v) => d.value(&v),
-                    Err(e) => return d.damaged(e),
+                    Err(e) => return d.met(e),
                 };
                 d.line(format_args!(
                     "@{} {} => {}{}",
@@ -355,7 +405,7 @@ fn dump_blob(env: &PosixEnv, path: &Path, d: &mut Dumper) -> Result<(), CliError
                         scanner.position()
                     ))?;
                 } else {
-                    d.damaged(e)?;
+                    d.met(e)?;
                 }
             }
         }
@@ -367,7 +417,7 @@ fn dump_table(env: &PosixEnv, path: &Path, size: u64, d: &mut Dumper) -> Result<
     let file = env.new_random_access_file(path)?;
     let footer = match read_footer(&*file, path, size) {
         Ok(footer) => footer,
-        Err(e) => return d.damaged(e),
+        Err(e) => return d.met(e),
     };
     let data_end = size - FOOTER_SIZE as u64;
     let handle_text = |h: BlockHandle| format!("@{} +{}", h.offset, h.size);
@@ -395,24 +445,24 @@ fn dump_table(env: &PosixEnv, path: &Path, size: u64, d: &mut Dumper) -> Result<
                 match BlockHandle::decode(it.value()) {
                     Some(h) => match read(h) {
                         Ok(_) => d.line(format_args!("meta block {name}: {}", handle_text(h)))?,
-                        Err(e) => d.damaged(e)?,
+                        Err(e) => d.met(e)?,
                     },
                     None => d.damaged(format_args!("metaindex entry {name}: bad block handle"))?,
                 }
                 it.next();
             }
             if let Err(e) = it.status() {
-                d.damaged(e)?;
+                d.met(e)?;
             }
         }
-        Err(e) => d.damaged(e)?,
+        Err(e) => d.met(e)?,
     }
 
     let icmp: Arc<dyn Comparator> =
         Arc::new(InternalKeyComparator::new(Arc::new(BytewiseComparator)));
     let index = match read(footer.index) {
         Ok(index) => index,
-        Err(e) => return d.damaged(e),
+        Err(e) => return d.met(e),
     };
     let mut entries = index.iter(icmp.clone());
     entries.seek_to_first();
@@ -451,15 +501,15 @@ fn dump_table(env: &PosixEnv, path: &Path, size: u64, d: &mut Dumper) -> Result<
                     it.next();
                 }
                 if let Err(e) = it.status() {
-                    d.damaged(e)?;
+                    d.met(e)?;
                 }
             }
-            Err(e) => d.damaged(e)?,
+            Err(e) => d.met(e)?,
         }
         entries.next();
     }
     if let Err(e) = entries.status() {
-        d.damaged(e)?;
+        d.met(e)?;
     }
     d.line(format_args!("{blocks} data blocks, {total} entries"))
 }

@@ -118,7 +118,7 @@ pub fn stats(db: &Path, json: bool, flags: &ReadFlags) -> Result<ExitCode, CliEr
     let log_records: u64 = logs.iter().map(|f| f.records).sum();
     let log_operations: u64 = logs.iter().map(|f| f.operations).sum();
 
-    let mut out = output(None)?;
+    let mut out = output()?;
     if json {
         let document = json!({
             "database": db.display().to_string(),
@@ -270,7 +270,7 @@ pub fn check(db: &Path, json: bool, bloom_bits: Option<usize>) -> Result<ExitCod
         options.filter_policy = Some(Arc::new(BloomFilterPolicy::new(bits)));
     }
     let report = strata::check(db, &options)?;
-    let mut out = output(None)?;
+    let mut out = output()?;
     if json {
         let document = json!({
             "database": db.display().to_string(),

@@ -9,12 +9,12 @@ use std::process::ExitCode;
 use clap::Args;
 use strata::ReadOptions;
 
-use super::{open_read_only, output};
+use super::{open_read_only, output, ReplacingFile};
 use crate::encoding::{Encoding, Field};
 use crate::error::CliError;
 use crate::ReadFlags;
 
-/// `strata get DB KEY`: the value and a newline; exit 1 when the key is absent.
+/// `strata get DB KEY`: the value and a newline; exit 4 (not found) when the key is absent.
 pub fn get(db: &Path, key: &str, flags: &ReadFlags) -> Result<ExitCode, CliError> {
     let encoding = flags.encoding();
     let key = encoding.parse_arg("key", key)?;
@@ -25,12 +25,12 @@ pub fn get(db: &Path, key: &str, flags: &ReadFlags) -> Result<ExitCode, CliError
             let text = encoding
                 .any_text(&value, Field::Value)
                 .map_err(CliError::Failed)?;
-            let mut out = output(None)?;
+            let mut out = output()?;
             writeln!(out, "{text}").map_err(CliError::output)?;
             out.flush().map_err(CliError::output)?;
             Ok(ExitCode::SUCCESS)
         }
-        None => Err(CliError::failed(format!(
+        None => Err(CliError::NotFound(format!(
             "key {} not found in {}",
             encoding.show(&key),
             db.display()
@@ -137,7 +137,7 @@ pub fn scan(args: &ScanArgs) -> Result<ExitCode, CliError> {
         .map(|k| encoding.parse_arg("--prefix", k))
         .transpose()?;
     let db = open_read_only(&args.db, args.read.options())?;
-    let mut out = output(None)?;
+    let mut out = output()?;
     let limit = args.limit.unwrap_or(u64::MAX);
     let mut count = 0u64;
     if let Some(range) = selected_range(from, to, prefix) {
@@ -217,21 +217,40 @@ fn write_entry(
     .map_err(CliError::output)
 }
 
-/// `strata export DB [FILE]`: every entry, in key order, as lines `load` reads back.
+/// `strata export DB [FILE]`: every entry, in key order, as lines `load` reads back. FILE is
+/// replaced only by a whole export: a failed one leaves no file behind.
 pub fn export(db: &Path, file: Option<&Path>, flags: &ReadFlags) -> Result<ExitCode, CliError> {
     let encoding = flags.encoding();
     let handle = open_read_only(db, flags.options())?;
-    let mut out = output(file)?;
+    match file {
+        Some(path) if path != Path::new("-") => {
+            let mut out = ReplacingFile::create(path)?;
+            write_every_entry(&handle, encoding, out.writer())?;
+            out.commit()?;
+        }
+        _ => {
+            let mut out = output()?;
+            write_every_entry(&handle, encoding, &mut out)?;
+            out.flush().map_err(CliError::output)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_every_entry(
+    handle: &strata::Db,
+    encoding: Encoding,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
     let read = ReadOptions {
         fill_cache: false,
         ..ReadOptions::default()
     };
     for item in handle.scan(&read)? {
         let (key, value) = item?;
-        write_entry(&mut out, encoding, false, &key, Some(&value))?;
+        write_entry(out, encoding, false, &key, Some(&value))?;
     }
-    out.flush().map_err(CliError::output)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -220,7 +220,7 @@ fn damaged_or_missing_current_and_manifest_are_found() {
     let report = check(DIR, &options(&env)).unwrap();
     assert!(report.damage[0]
         .reason
-        .contains("MANIFEST that CURRENT names is missing"));
+        .contains("CURRENT names a MANIFEST that does not exist"));
 
     env.remove_file(&Path::new(DIR).join("CURRENT")).unwrap();
     let report = check(DIR, &options(&env)).unwrap();
@@ -228,6 +228,85 @@ fn damaged_or_missing_current_and_manifest_are_found() {
     assert!(
         report.files.iter().all(|f| !f.live),
         "nothing is known live"
+    );
+}
+
+/// Opening refuses a database whose live log is gone (the MANIFEST lost records, or the log was
+/// deleted); `check` used to call it sound.
+#[test]
+fn a_missing_live_log_is_damage_as_it_makes_open_fail() {
+    let env = MemEnv::new();
+    build(&env);
+    let log = find(&env, FileKind::Log);
+    env.remove_file(&Path::new(DIR).join(&log)).unwrap();
+    let open_error = Db::open_read_only(DIR, options(&env)).unwrap_err();
+    let report = check(DIR, &options(&env)).unwrap();
+    assert_eq!(report.damage.len(), 1, "{:?}", report.damage);
+    assert_eq!(report.damage[0].file, Path::new(DIR).join(&log));
+    assert!(
+        report.damage[0].reason.contains("names as live is missing"),
+        "{}",
+        report.damage[0]
+    );
+    assert!(open_error.to_string().contains(&report.damage[0].reason));
+}
+
+/// Tables that overlap in a level above 0 make opening refuse the MANIFEST; `check` replayed
+/// the MANIFEST by its own rules and never looked.
+#[test]
+fn overlapping_tables_in_level_1_are_damage_as_they_make_open_fail() {
+    use crate::key::{append_internal_key, ValueKind};
+    use crate::log::LogWriter;
+    use crate::version::VersionEdit;
+    let env = MemEnv::new();
+    env.create_dir_all(Path::new(DIR)).unwrap();
+    let ikey = |user_key: &[u8]| {
+        let mut key = Vec::new();
+        append_internal_key(&mut key, user_key, 1, ValueKind::Value);
+        key
+    };
+    let mut edit = VersionEdit {
+        comparator: Some("leveldb.BytewiseComparator".into()),
+        log_number: Some(0),
+        next_file_number: Some(7),
+        last_sequence: Some(1),
+        ..VersionEdit::default()
+    };
+    for (number, smallest, largest) in [(5, b"a", b"m"), (6, b"k", b"z")] {
+        edit.new_files.push((
+            1,
+            FileMetaData {
+                number,
+                file_size: 100,
+                smallest: ikey(smallest),
+                largest: ikey(largest),
+            },
+        ));
+    }
+    let manifest = Path::new(DIR).join("MANIFEST-000002");
+    let mut writer = LogWriter::new(env.new_writable_file(&manifest).unwrap());
+    let mut record = Vec::new();
+    edit.encode_into(&mut record);
+    writer.add_record(&record).unwrap();
+    drop(writer);
+    write_file(
+        &env,
+        &Path::new(DIR).join("CURRENT"),
+        b"MANIFEST-000002\n",
+        true,
+    )
+    .unwrap();
+
+    assert!(Db::open_read_only(DIR, options(&env)).is_err());
+    let report = check(DIR, &options(&env)).unwrap();
+    assert_eq!(report.damage.len(), 1, "{:?}", report.damage);
+    assert_eq!(report.damage[0].file, manifest);
+    assert!(
+        report.damage[0]
+            .reason
+            .contains("tables 5 and 6 overlap in level 1"),
+        "{}",
+        report.damage[0]
     );
 }
 
@@ -241,8 +320,12 @@ fn a_directory_without_a_database_is_an_error() {
         err.to_string().contains("/empty is not a database"),
         "{err}"
     );
+    assert!(matches!(err, Error::NoDatabase { .. }), "{err}");
     let err = check("/nowhere", &options(&env)).unwrap_err();
-    assert!(err.to_string().contains("/nowhere does not exist"), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "/nowhere is not a database: the directory does not exist"
+    );
 }
 
 #[test]

@@ -51,6 +51,7 @@ use crate::version::NUM_LEVELS;
 
 pub use iter::{DbIterator, RangeIter};
 pub use open::destroy;
+pub(crate) use open::live_log_must_exist;
 use write::PendingWrite;
 
 /// What readers see: the memtables and the version, replaced whole.
@@ -237,8 +238,10 @@ impl Db {
     ///
     /// # Errors
     /// - [`Error::Locked`] if another handle, in this or another process, has it open;
-    /// - [`Error::InvalidArgument`] if it does not exist and `create_if_missing` is false, if it
-    ///   exists and `error_if_exists` is set, or if it was made with another comparator;
+    /// - [`Error::NoDatabase`] if the directory does not exist or has no `CURRENT` file and
+    ///   `create_if_missing` is false; such a refusal creates no file (no `LOCK`, no `LOG`);
+    /// - [`Error::InvalidArgument`] if it exists and `error_if_exists` is set, or if it was made
+    ///   with another comparator;
     /// - [`Error::Corruption`] naming the file and offset if `CURRENT`, the MANIFEST or a log
     ///   is damaged anywhere but in a tail torn by a crash, if a table it lists is missing, or
     ///   (with `paranoid_checks`) if a table's footer, index or filter is damaged;
@@ -255,6 +258,11 @@ impl Db {
     /// let db = Db::open(dir.path(), Options::default())?;
     /// assert!(matches!(Db::open(dir.path(), Options::default()), Err(strata::Error::Locked { .. })));
     /// assert_eq!(db.get(&ReadOptions::default(), b"k")?.as_deref(), Some(&b"v"[..]));
+    /// // No database there, and none created: a typed error.
+    /// let elsewhere = dir.path().join("elsewhere");
+    /// let refused = Db::open(&elsewhere, Options::default());
+    /// assert!(matches!(refused, Err(strata::Error::NoDatabase { .. })));
+    /// assert!(!elsewhere.exists());
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
@@ -268,6 +276,10 @@ impl Db {
     /// It takes a shared lock on `LOCK`: several read-only handles may be open at once, but not
     /// alongside a writer (strata's or LevelDB's), which would fail with [`Error::Locked`], as
     /// this open does while a writer holds the database.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open); a directory without a database is [`Error::NoDatabase`] (a
+    /// read-only open never creates one).
     /// # Example
     ///
     /// ```

@@ -40,14 +40,12 @@ pub(crate) use info;
 pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<DbInner>> {
     let options = options.sanitized()?;
     let env = options.env.clone();
-    if !read_only && options.create_if_missing {
+    let create = !read_only && options.create_if_missing;
+    // Every refusal that needs no lock comes before the lock and the info log: a refused open
+    // leaves no LOCK or LOG behind in a directory that holds no database.
+    refuse_before_locking(&*env, dir, &options, read_only)?;
+    if create {
         env.create_dir_all(dir)?;
-    }
-    if !env.exists(dir) {
-        return Err(Error::invalid_argument(format!(
-            "{} does not exist (create_if_missing is not set)",
-            dir.display()
-        )));
     }
     let lock_path = filename::lock_file(dir);
     let lock = if !read_only {
@@ -64,22 +62,18 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         InfoLog::open(&*env, dir)
     };
 
+    // Decided again under the lock: another process may have created or destroyed the
+    // database since the test above.
     let current_exists = env.exists(&filename::current_file(dir));
     if !current_exists {
-        if read_only || !options.create_if_missing {
-            return Err(Error::invalid_argument(format!(
-                "{} is not a database: it has no CURRENT file (create_if_missing is not set)",
-                dir.display()
-            )));
+        if !create {
+            return Err(no_current(dir, read_only));
         }
         refuse_to_create_over_files(&*env, dir)?;
         new_db(&*env, dir, &options)?;
         info_log.log(format_args!("created a new database"));
     } else if options.error_if_exists {
-        return Err(Error::invalid_argument(format!(
-            "{} already exists (error_if_exists is set)",
-            dir.display()
-        )));
+        return Err(exists_already(dir));
     }
 
     let icmp = InternalKeyComparator::new(options.comparator.clone());
@@ -101,7 +95,7 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
     let mut versions = VersionSet::new(dir, env.clone(), icmp.clone());
     versions.recover()?;
     check_tables_exist(&*env, dir, &versions)?;
-    check_live_log_exists(&*env, dir, &versions)?;
+    live_log_must_exist(&*env, dir, versions.log_number)?;
     if options.paranoid_checks {
         // Every table's footer, index and filter, checksums verified, before anything is written.
         for level in &versions.current().files {
@@ -178,6 +172,53 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         }
     }
     Ok(inner)
+}
+
+/// The refusals `open` can make before it takes the lock: a missing directory or `CURRENT`
+/// without `create_if_missing`, a database over stray files, an existing database with
+/// `error_if_exists`.
+fn refuse_before_locking(
+    env: &dyn Env,
+    dir: &Path,
+    options: &Options,
+    read_only: bool,
+) -> Result<()> {
+    let create = !read_only && options.create_if_missing;
+    if !create && !env.exists(dir) {
+        let reason = if read_only {
+            "the directory does not exist"
+        } else {
+            "the directory does not exist (create_if_missing is not set)"
+        };
+        return Err(Error::no_database(dir, reason));
+    }
+    if env.exists(&filename::current_file(dir)) {
+        if options.error_if_exists {
+            return Err(exists_already(dir));
+        }
+    } else if !create {
+        return Err(no_current(dir, read_only));
+    } else if env.exists(dir) {
+        refuse_to_create_over_files(env, dir)?;
+    }
+    Ok(())
+}
+
+/// The error for a directory without `CURRENT` that is not to be created.
+fn no_current(dir: &Path, read_only: bool) -> Error {
+    let reason = if read_only {
+        "it has no CURRENT file"
+    } else {
+        "it has no CURRENT file (create_if_missing is not set)"
+    };
+    Error::no_database(dir, reason)
+}
+
+fn exists_already(dir: &Path) -> Error {
+    Error::invalid_argument(format!(
+        "{} already exists (error_if_exists is set)",
+        dir.display()
+    ))
 }
 
 /// A directory with database files but no `CURRENT` is a damaged database: creating a new one
@@ -259,8 +300,8 @@ fn new_db(env: &dyn Env, dir: &Path, options: &Options) -> Result<()> {
 /// that makes a log live is written after the log's name is durable, and older logs are
 /// deleted only after that edit is. A missing live log means the MANIFEST lost records (its
 /// tail truncated or damaged) whose effects, older logs deleted, already happened.
-fn check_live_log_exists(env: &dyn Env, dir: &Path, versions: &VersionSet) -> Result<()> {
-    let number = versions.log_number;
+/// [`check`](crate::check) reports the same error as damage.
+pub(crate) fn live_log_must_exist(env: &dyn Env, dir: &Path, number: u64) -> Result<()> {
     let path = filename::log_file(dir, number);
     if number == 0 || env.exists(&path) {
         return Ok(());
@@ -567,11 +608,22 @@ pub(crate) fn insert_batch(mem: &MemTable, batch: &WriteBatch) -> Result<()> {
     Ok(())
 }
 
-/// Deletes the database in `path`: every file it consists of, then the directory if it is
-/// empty. Files that are not the database's are left alone.
+/// Deletes the database in `path`: every file of its own (the names [`FileKind`] covers: logs,
+/// tables, MANIFESTs, `CURRENT`, `LOCK`, the info log, temporary and blob files), then the
+/// directory if nothing else is left in it. Files and directories that are not the
+/// database's (`notes.txt`, `lost/`) are left alone, and so is the directory that holds them.
+///
+/// Only a database is destroyed: `CURRENT` must name a MANIFEST that exists and reads whole
+/// (a torn tail aside), as opening would read it; the comparator it records does not matter.
+/// Anything else, a directory of other files or the remains of a damaged database, is
+/// refused before anything is deleted or created. A directory that does not exist is not an
+/// error: there is nothing to destroy (LevelDB's `DestroyDB` answers the same).
 ///
 /// # Errors
-/// [`Error::Locked`] if the database is open; I/O errors.
+/// - [`Error::NoDatabase`] if `path` holds no database by the rule above; nothing changed;
+/// - [`Error::Locked`] if the database is open;
+/// - I/O errors (the first one; the other files are still deleted). `CURRENT` and the
+///   MANIFESTs are deleted last, so a destroy stopped by an error can be run again.
 ///
 /// # Example
 ///
@@ -585,31 +637,71 @@ pub(crate) fn insert_batch(mem: &MemTable, batch: &WriteBatch) -> Result<()> {
 /// drop(db);
 /// strata::destroy(&path, &Options::default())?;
 /// assert!(!path.exists());
-/// # Ok::<(), strata::Error>(())
+/// strata::destroy(&path, &Options::default())?; // nothing left to destroy
+///
+/// // A directory that is not a database is refused, and keeps its files.
+/// std::fs::write(dir.path().join("000001.log"), b"not a log of mine")?;
+/// let refused = strata::destroy(dir.path(), &Options::default());
+/// assert!(matches!(refused, Err(strata::Error::NoDatabase { .. })));
+/// assert!(dir.path().join("000001.log").exists());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn destroy(path: impl AsRef<Path>, options: &Options) -> Result<()> {
     let dir = path.as_ref();
-    let env = &options.env;
+    let env = &*options.env;
     let names = match env.children(dir) {
         Ok(names) => names,
         Err(e) if e.is_not_found() => return Ok(()),
         Err(e) => return Err(e),
     };
+    refuse_unless_database(env, dir, options)?;
     let lock_path = filename::lock_file(dir);
     let lock = env.lock_file(&lock_path)?;
+    let mut own: Vec<(FileKind, String)> = names
+        .into_iter()
+        .filter_map(|name| match filename::parse_file_name(&name) {
+            Some((FileKind::Lock, _)) | None => None,
+            Some((kind, _)) => Some((kind, name)),
+        })
+        .collect();
+    // While CURRENT names a MANIFEST that reads, the directory is still a database to the
+    // rule above: deleting them last lets a destroy stopped by an error be run again.
+    own.sort_by_key(|(kind, _)| match kind {
+        FileKind::Current => 2,
+        FileKind::Manifest => 1,
+        _ => 0,
+    });
     let mut first_error = None;
-    for name in names {
-        match filename::parse_file_name(&name) {
-            Some((FileKind::Lock, _)) | None => {}
-            Some(_) => {
-                if let Err(e) = env.remove_file(&dir.join(&name)) {
-                    first_error.get_or_insert(e);
-                }
-            }
+    for (_, name) in own {
+        if let Err(e) = env.remove_file(&dir.join(&name)) {
+            first_error.get_or_insert(e);
         }
     }
     drop(lock);
     let _ = env.remove_file(&lock_path);
+    // Fails, and keeps the directory, while it holds anything that is not the database's.
     let _ = env.remove_dir(dir);
     first_error.map_or(Ok(()), Err)
+}
+
+/// `Ok` if `dir` holds a database by [`destroy`]'s rule: `CURRENT` names a MANIFEST that
+/// exists and reads. Otherwise [`Error::NoDatabase`] saying why (or the I/O error that kept
+/// it from knowing).
+fn refuse_unless_database(env: &dyn Env, dir: &Path, options: &Options) -> Result<()> {
+    if !env.exists(&filename::current_file(dir)) {
+        return Err(Error::no_database(
+            dir,
+            "it has no CURRENT file; nothing deleted",
+        ));
+    }
+    let icmp = InternalKeyComparator::new(options.comparator.clone());
+    match crate::version::set::replay_manifest(env, dir, &icmp) {
+        // Another comparator: a database all the same.
+        Ok(_) | Err(Error::InvalidArgument(_)) => Ok(()),
+        Err(e @ Error::Corruption { .. }) => Err(Error::no_database(
+            dir,
+            format!("its CURRENT does not name a MANIFEST that reads ({e}); nothing deleted"),
+        )),
+        Err(e) => Err(e),
+    }
 }

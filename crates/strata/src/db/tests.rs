@@ -211,12 +211,54 @@ fn snapshots_see_exactly_the_writes_before_them() {
     ));
 }
 
+/// A refused open of a directory that holds no database creates nothing in it: no `LOCK`, no
+/// `LOG` (it used to take the lock and open the info log before it looked for `CURRENT`).
+#[test]
+fn a_refused_open_creates_no_file() {
+    let env = MemEnv::new();
+    let dir = Path::new("/plain");
+    env.create_dir_all(dir).unwrap();
+    crate::env::write_file(&env, &dir.join("notes.txt"), b"mine", true).unwrap();
+    let no_create = Options::default().with_env(Arc::new(env.clone()));
+    for read_only in [false, true] {
+        let err = if read_only {
+            Db::open_read_only(dir, no_create.clone()).unwrap_err()
+        } else {
+            Db::open(dir, no_create.clone()).unwrap_err()
+        };
+        assert!(
+            matches!(&err, Error::NoDatabase { path, reason } if path == dir
+                && reason.contains("no CURRENT")),
+            "{err}"
+        );
+        assert_eq!(env.children(dir).unwrap(), ["notes.txt"]);
+    }
+    // With create_if_missing, a directory holding a table but no CURRENT is refused, and
+    // nothing is added to it either.
+    crate::env::write_file(&env, &dir.join("000005.ldb"), b"table", true).unwrap();
+    let err = Db::open(dir, options(&env)).unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    let mut names = env.children(dir).unwrap();
+    names.sort();
+    assert_eq!(names, ["000005.ldb", "notes.txt"]);
+}
+
 #[test]
 fn open_errors_are_clear() {
     let env = MemEnv::new();
     let no_create = Options::default().with_env(Arc::new(env.clone()));
     let err = Db::open("/missing", no_create.clone()).unwrap_err();
-    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert!(
+        matches!(&err, Error::NoDatabase { path, .. } if path == Path::new("/missing")),
+        "{err}"
+    );
+    assert!(err.is_not_found());
+    assert_eq!(
+        err.to_string(),
+        "/missing is not a database: the directory does not exist (create_if_missing is not set)"
+    );
+    let err = Db::open_read_only("/missing", no_create.clone()).unwrap_err();
+    assert!(matches!(err, Error::NoDatabase { .. }), "{err}");
     let db = Db::open(DIR, options(&env)).unwrap();
     assert!(matches!(
         Db::open(DIR, options(&env)),
@@ -344,6 +386,84 @@ fn destroy_removes_the_database() {
     ));
     drop(db);
     crate::destroy(DIR, &opts).unwrap();
+    assert!(!env.exists(Path::new(DIR)));
+}
+
+/// The names in `dir`, sorted.
+fn names_in(env: &MemEnv, dir: &str) -> Vec<String> {
+    let mut names = env.children(Path::new(dir)).unwrap();
+    names.sort();
+    names
+}
+
+/// `destroy` deletes only a database: it used to delete every file whose name the database
+/// could use (`000001.log`, `LOG`), and, with nothing else there, the directory itself.
+#[test]
+fn destroy_refuses_a_directory_that_is_not_a_database_and_changes_nothing() {
+    let env = MemEnv::new();
+    let opts = options(&env);
+    let put = |name: &str, bytes: &[u8]| {
+        crate::env::write_file(&env, &Path::new("/plain").join(name), bytes, true).unwrap()
+    };
+    env.create_dir_all(Path::new("/plain")).unwrap();
+    put("000001.log", b"someone else's log");
+    put("LOG", b"someone else's notes");
+    let refused = |expected: &str| {
+        let before = names_in(&env, "/plain");
+        let err = crate::destroy("/plain", &opts).unwrap_err();
+        assert!(
+            matches!(&err, Error::NoDatabase { path, reason }
+                if path == Path::new("/plain") && reason.contains(expected)),
+            "{err}"
+        );
+        assert!(err.is_not_found());
+        assert_eq!(
+            names_in(&env, "/plain"),
+            before,
+            "nothing deleted or created"
+        );
+    };
+    refused("it has no CURRENT file");
+    // A CURRENT that names nothing, beside a table.
+    put("000005.sst", b"a table");
+    put("CURRENT", b"MANIFEST-000004\n");
+    refused("CURRENT names a MANIFEST that does not exist");
+    put("CURRENT", b"not a manifest name\n");
+    refused("does not name a MANIFEST");
+    put("CURRENT", b"MANIFEST-000004\n");
+    put("MANIFEST-000004", &[0x5a; 64]);
+    refused("its CURRENT does not name a MANIFEST that reads");
+}
+
+#[test]
+fn destroy_keeps_what_is_not_the_databases_and_the_directory_holding_it() {
+    let env = MemEnv::new();
+    let opts = options(&env);
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    for i in 0..2000u32 {
+        db.put(&w(), format!("{i:05}").as_bytes(), &[1u8; 100])
+            .unwrap();
+    }
+    drop(db);
+    crate::env::write_file(&env, Path::new("/db/notes.txt"), b"mine", true).unwrap();
+    env.create_dir_all(Path::new("/db/lost")).unwrap();
+    crate::destroy(DIR, &opts).unwrap();
+    assert_eq!(names_in(&env, DIR), ["lost", "notes.txt"]);
+    // A missing directory: nothing to destroy, as in LevelDB.
+    crate::destroy("/nowhere", &opts).unwrap();
+}
+
+#[test]
+fn destroy_removes_a_database_made_with_another_comparator() {
+    let env = MemEnv::new();
+    let made = Options {
+        comparator: Arc::new(Reverse),
+        ..options(&env)
+    };
+    let db = Db::open(DIR, made).unwrap();
+    db.put(&w(), b"k", b"v").unwrap();
+    drop(db);
+    crate::destroy(DIR, &options(&env)).unwrap();
     assert!(!env.exists(Path::new(DIR)));
 }
 

@@ -20,7 +20,7 @@
 mod reader;
 mod writer;
 
-pub use reader::{LogCorruption, LogReader, ReadMode};
+pub use reader::{tail_damage, LogCorruption, LogReader, ReadMode};
 pub use writer::LogWriter;
 
 /// The size of a log block.

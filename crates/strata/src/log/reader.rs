@@ -33,6 +33,85 @@ pub struct LogCorruption {
     pub reason: &'static str,
 }
 
+/// Judges the bytes a log holds after its last whole record (`tail`, which starts at file offset
+/// `offset`, just past that record): `None` if they are what a crash while appending leaves,
+/// the first damaged piece otherwise.
+///
+/// A crash leaves a prefix of what the writer appended, perhaps followed by zeros: whole
+/// fragments of a record whose last fragment never reached the file, then at most one
+/// fragment cut short (or a header shorter than 7 bytes), then nothing or zeros. Bytes a log
+/// writer cannot have put there (an unknown record type, a checksum that does not match, a
+/// length that runs past its block) are damage.
+///
+/// Reading in [`ReadMode::Recovery`] is more forgiving: it takes any damage that no readable
+/// record follows for a tear, since a file system may show stale bytes after a crash. This
+/// judgement is for a person looking at one file (`strata dump`), where bytes that are no
+/// record must not pass for an empty log.
+///
+/// # Example
+///
+/// ```
+/// use strata::log::tail_damage;
+/// // A header cut short by the end of the file, or zeros: a crash.
+/// assert_eq!(tail_damage(&[0x12, 0x34, 0x56], 0), None);
+/// assert_eq!(tail_damage(&[0; 40], 0), None);
+/// // Bytes no writer wrote: an unknown record type.
+/// let damage = tail_damage(&[0xa5; 100], 0).unwrap();
+/// assert_eq!((damage.offset, damage.dropped_bytes), (0, 100));
+/// ```
+pub fn tail_damage(tail: &[u8], offset: u64) -> Option<LogCorruption> {
+    // Zeros after the prefix are space the file system never wrote; a prefix cut short at a
+    // zero byte of its own is a prefix all the same.
+    let written = tail
+        .iter()
+        .rposition(|&b| b != 0)
+        .map_or(0, |last| last + 1);
+    let tail = &tail[..written];
+    let mut pos = 0;
+    while pos < tail.len() {
+        let rest = &tail[pos..];
+        let at = offset + pos as u64;
+        let in_block = BLOCK_SIZE - (at % BLOCK_SIZE as u64) as usize;
+        if in_block < HEADER_SIZE {
+            // A block's trailer: no header starts there.
+            pos += in_block;
+            continue;
+        }
+        if rest.len() < HEADER_SIZE {
+            return None;
+        }
+        let damage = |reason| {
+            Some(LogCorruption {
+                offset: at,
+                dropped_bytes: rest.len() as u64,
+                reason,
+            })
+        };
+        let len = usize::from(u16::from_le_bytes([rest[4], rest[5]]));
+        let type_byte = rest[6];
+        let known = matches!(
+            RecordType::from_byte(type_byte),
+            Some(RecordType::Full | RecordType::First | RecordType::Middle | RecordType::Last)
+        );
+        if !known {
+            return damage("unknown record type");
+        }
+        if HEADER_SIZE + len > in_block {
+            return damage("bad record length");
+        }
+        if HEADER_SIZE + len > rest.len() {
+            return None;
+        }
+        let stored = unmask_crc(decode_fixed32(rest).expect("a header holds 7 bytes"));
+        let actual = crc32c_extend(crc32c(&[type_byte]), &rest[HEADER_SIZE..HEADER_SIZE + len]);
+        if stored != actual {
+            return damage("checksum mismatch");
+        }
+        pos += HEADER_SIZE + len;
+    }
+    None
+}
+
 /// The outcome of reading one physical record.
 enum Physical {
     /// A fragment: its type and the range of its payload in the block buffer.

@@ -7,6 +7,7 @@ use super::*;
 use crate::coding::{crc32c, mask_crc};
 use crate::env::{read_file_to_vec, write_file, Env, MemEnv};
 use crate::error::{Error, Result};
+use crate::log::tail_damage;
 
 const PATH: &str = "/000007.log";
 
@@ -495,4 +496,57 @@ fn after_a_failed_append_the_writer_never_touches_the_file_again() {
     assert!(e.to_string().contains("write"), "{e}");
     assert!(writer.sync().is_err());
     assert_eq!(bytes.lock().unwrap().len(), torn);
+}
+
+/// What a crash leaves after a log's last record passes `tail_damage`; bytes no writer wrote
+/// there do not.
+#[test]
+fn tail_damage_passes_what_a_crash_leaves_and_nothing_else() {
+    let whole = write_log(&[big(100, 1), big(3 * BLOCK_SIZE, 2)]);
+    let first_end = HEADER_SIZE + 100;
+    // The second record cut at every kind of place: in its first header, in its first
+    // fragment's payload, after its first fragment, in a later fragment; zeros after a cut.
+    for cut in [
+        first_end + 3,
+        first_end + 500,
+        BLOCK_SIZE + 2,
+        BLOCK_SIZE + 900,
+        2 * BLOCK_SIZE + 40,
+    ] {
+        let tail = &whole[first_end..cut];
+        assert_eq!(tail_damage(tail, first_end as u64), None, "cut at {cut}");
+        let mut zeroed = tail.to_vec();
+        zeroed.extend_from_slice(&[0; 700]);
+        assert_eq!(
+            tail_damage(&zeroed, first_end as u64),
+            None,
+            "zeros after {cut}"
+        );
+    }
+    // A whole log has no tail to judge; nor has an empty one.
+    assert_eq!(tail_damage(&[], whole.len() as u64), None);
+
+    // Bytes a writer cannot have written there.
+    let mut bad_type = whole[first_end..first_end + 500].to_vec();
+    bad_type[6] = 9;
+    let short = write_log(&[big(100, 1), big(50, 3)]);
+    let mut bad_crc = short[first_end..].to_vec();
+    bad_crc[0] ^= 1;
+    let garbage: Vec<u8> = (0..100u32).map(|i| (i * 97 + 13) as u8 | 0x80).collect();
+    for (tail, reason) in [
+        (bad_type, "unknown record type"),
+        (bad_crc, "checksum mismatch"),
+        (garbage, "unknown record type"),
+    ] {
+        let damage = tail_damage(&tail, first_end as u64).expect(reason);
+        assert_eq!(damage.reason, reason);
+        assert_eq!(damage.offset, first_end as u64);
+    }
+    // A length that runs past its block while the file goes on.
+    let mut long = vec![0u8; 64];
+    long[4..6].copy_from_slice(&u16::MAX.to_le_bytes());
+    long[6] = 1;
+    let at = (BLOCK_SIZE - 64) as u64;
+    let damage = tail_damage(&long, at).unwrap();
+    assert_eq!(damage.reason, "bad record length");
 }

@@ -19,7 +19,7 @@ use super::version::{BlobFileState, LiveFile, Version};
 use crate::comparator::Comparator;
 use crate::env::{read_file_to_vec, Env};
 use crate::error::{Error, Result};
-use crate::filename::{self, FileKind};
+use crate::filename;
 use crate::key::{InternalKeyComparator, SeqNo};
 use crate::log::{LogReader, LogWriter, ReadMode};
 
@@ -51,15 +51,9 @@ pub(crate) struct VersionSet {
 pub(crate) fn read_current(env: &dyn Env, dir: &Path) -> Result<String> {
     let path = filename::current_file(dir);
     let bytes = read_file_to_vec(env, &path)?;
-    let corrupt = |reason: &'static str| Error::corruption(&path, 0, reason);
-    let Some(name) = bytes.strip_suffix(b"\n") else {
-        return Err(corrupt("CURRENT file does not end with a newline"));
-    };
-    let name = std::str::from_utf8(name).map_err(|_| corrupt("CURRENT file is not a file name"))?;
-    match filename::parse_file_name(name) {
-        Some((FileKind::Manifest, _)) => Ok(name.to_owned()),
-        _ => Err(corrupt("CURRENT file does not name a MANIFEST")),
-    }
+    filename::parse_current(&bytes)
+        .map(str::to_owned)
+        .map_err(|reason| Error::corruption(&path, 0, reason))
 }
 
 /// True if `CURRENT` can be read and names MANIFEST `manifest_number`.
@@ -78,6 +72,129 @@ pub(crate) fn set_current_file(env: &dyn Env, dir: &Path, manifest_number: u64) 
         let _ = env.remove_file(&temp);
     }
     result
+}
+
+/// What the MANIFEST that `CURRENT` names records: the version its edits build and the
+/// counters they set. Opening the database ([`VersionSet::recover`]) and
+/// [`check`](crate::check) both read a MANIFEST through [`replay_manifest`], so that they agree
+/// on what it says and on what makes it unreadable.
+pub(crate) struct ManifestReplay {
+    /// The version after every edit.
+    pub(crate) version: Version,
+    /// Per level, where the last compaction ended.
+    pub(crate) compact_pointers: [Vec<u8>; NUM_LEVELS],
+    /// The comparator the MANIFEST records, without the blob marker's suffix.
+    pub(crate) comparator: Option<String>,
+    /// The MANIFEST carries the blob marker, or an edit mentions a blob file.
+    pub(crate) blob_marked: bool,
+    /// Logs numbered below this hold nothing the tables lack.
+    pub(crate) log_number: u64,
+    /// The log an older LevelDB was still writing while `log_number` began (0 for none).
+    pub(crate) prev_log_number: u64,
+    /// The next file number the MANIFEST records (also the number of the next MANIFEST).
+    pub(crate) next_file_number: u64,
+    /// The last sequence number the MANIFEST records.
+    pub(crate) last_sequence: SeqNo,
+    /// The version edits read.
+    pub(crate) records: u64,
+    /// The MANIFEST ends in an edit a crash cut short (not damage: the replay ends there).
+    pub(crate) torn_tail: bool,
+}
+
+impl ManifestReplay {
+    /// True if opening the database replays log `number`: it is not older than the log the
+    /// MANIFEST names as live, or it is the previous log.
+    pub(crate) fn log_is_live(&self, number: u64) -> bool {
+        number >= self.log_number || (number != 0 && number == self.prev_log_number)
+    }
+}
+
+/// Reads `CURRENT` and replays the MANIFEST it names, edit by edit, as opening the database
+/// does: in recovery mode (a torn tail is where the MANIFEST ends), with the comparator of
+/// `icmp`.
+///
+/// # Errors
+/// - Corruption if `CURRENT` is damaged or names a MANIFEST that does not exist, if a record of
+///   the MANIFEST is damaged (anywhere but in a torn tail) or is not a version edit, if a
+///   required counter (log number, next file, last sequence) is missing, or if two tables of a
+///   level above 0 overlap;
+/// - `InvalidArgument` if the MANIFEST records another comparator than `icmp`'s;
+/// - I/O errors.
+pub(crate) fn replay_manifest(
+    env: &dyn Env,
+    dir: &Path,
+    icmp: &InternalKeyComparator,
+) -> Result<ManifestReplay> {
+    let name = read_current(env, dir)?;
+    let path = dir.join(&name);
+    let file = env.new_sequential_file(&path).map_err(|e| {
+        if e.is_not_found() {
+            Error::corruption(&path, 0, "CURRENT names a MANIFEST that does not exist")
+        } else {
+            e
+        }
+    })?;
+    let mut reader = LogReader::new(file, &path, ReadMode::Recovery);
+    let empty = Version::empty(icmp.clone());
+    let mut builder = Builder::new(icmp, &empty);
+    let (mut log_number, mut prev_log_number, mut next_file, mut last_sequence) =
+        (None, None, None, None);
+    let mut compact_pointers: [Vec<u8>; NUM_LEVELS] = Default::default();
+    let (mut comparator, mut blob_marked, mut records) = (None, false, 0);
+    while let Some(record) = reader.next_record()? {
+        records += 1;
+        let decoded = VersionEdit::decode(record);
+        let offset = reader.last_record_offset();
+        let edit = decoded.map_err(|e| match e {
+            Error::Corruption {
+                offset: at, reason, ..
+            } => Error::corruption(&path, offset + at, reason),
+            other => other,
+        })?;
+        if let Some(c) = &edit.comparator {
+            let ours = icmp.user_comparator().name();
+            let c = match c.strip_suffix(BLOB_COMPARATOR_SUFFIX) {
+                Some(name) => {
+                    blob_marked = true;
+                    name
+                }
+                None => c.as_str(),
+            };
+            if c != ours {
+                return Err(Error::invalid_argument(format!(
+                    "{} was created with comparator {c}, not {ours}",
+                    dir.display()
+                )));
+            }
+            comparator = Some(c.to_owned());
+        }
+        blob_marked |= edit.has_blob_changes();
+        builder.apply(&edit);
+        for (level, key) in &edit.compact_pointers {
+            compact_pointers[*level] = key.clone();
+        }
+        log_number = edit.log_number.or(log_number);
+        prev_log_number = edit.prev_log_number.or(prev_log_number);
+        next_file = edit.next_file_number.or(next_file);
+        last_sequence = edit.last_sequence.or(last_sequence);
+    }
+    let missing = |what: &'static str| Error::corruption(&path, 0, what);
+    let next_file_number = next_file.ok_or_else(|| missing("MANIFEST has no next-file entry"))?;
+    let log_number = log_number.ok_or_else(|| missing("MANIFEST has no log-number entry"))?;
+    let last_sequence =
+        last_sequence.ok_or_else(|| missing("MANIFEST has no last-sequence entry"))?;
+    Ok(ManifestReplay {
+        version: builder.finish(&path)?,
+        compact_pointers,
+        comparator,
+        blob_marked,
+        log_number,
+        prev_log_number: prev_log_number.unwrap_or(0),
+        next_file_number,
+        last_sequence,
+        records,
+        torn_tail: reader.torn_tail(),
+    })
 }
 
 /// An edit being applied: prepared under the lock, written without it, installed under it.
@@ -268,77 +385,23 @@ impl VersionSet {
         }
     }
 
-    /// Loads the state recorded in the MANIFEST that `CURRENT` names.
+    /// Loads the state recorded in the MANIFEST that `CURRENT` names (see
+    /// [`replay_manifest`]).
     ///
     /// # Errors
-    /// Corruption if `CURRENT` or the MANIFEST is damaged, a required counter is missing, or the
-    /// comparator's name differs from the recorded one; `InvalidArgument` for the latter.
+    /// As [`replay_manifest`].
     pub(crate) fn recover(&mut self) -> Result<()> {
-        let name = read_current(&*self.env, &self.dir)?;
-        let path = self.dir.join(&name);
-        let file = self.env.new_sequential_file(&path).map_err(|e| {
-            if e.is_not_found() {
-                Error::corruption(&path, 0, "CURRENT names a MANIFEST that does not exist")
-            } else {
-                e
-            }
-        })?;
-        let mut reader = LogReader::new(file, &path, ReadMode::Recovery);
-        let mut builder = Builder::new(&self.icmp, &self.current);
-        let (mut log_number, mut prev_log_number, mut next_file, mut last_sequence) =
-            (None, None, None, None);
-        let mut compact_pointers = self.compact_pointers.clone();
-        while let Some(record) = reader.next_record()? {
-            let decoded = VersionEdit::decode(record);
-            let offset = reader.last_record_offset();
-            let edit = decoded.map_err(|e| match e {
-                Error::Corruption {
-                    offset: at, reason, ..
-                } => Error::corruption(&path, offset + at, reason),
-                other => other,
-            })?;
-            if let Some(c) = &edit.comparator {
-                let ours = self.icmp.user_comparator().name();
-                let c = match c.strip_suffix(BLOB_COMPARATOR_SUFFIX) {
-                    Some(name) => {
-                        self.blob_marked = true;
-                        name
-                    }
-                    None => c.as_str(),
-                };
-                if c != ours {
-                    return Err(Error::invalid_argument(format!(
-                        "{} was created with comparator {c}, not {ours}",
-                        self.dir.display()
-                    )));
-                }
-            }
-            self.blob_marked |= edit.has_blob_changes();
-            builder.apply(&edit);
-            for (level, key) in &edit.compact_pointers {
-                compact_pointers[*level] = key.clone();
-            }
-            log_number = edit.log_number.or(log_number);
-            prev_log_number = edit.prev_log_number.or(prev_log_number);
-            next_file = edit.next_file_number.or(next_file);
-            last_sequence = edit.last_sequence.or(last_sequence);
-        }
-        let missing = |what: &'static str| Error::corruption(&path, 0, what);
-        let next_file = next_file.ok_or_else(|| missing("MANIFEST has no next-file entry"))?;
-        let log_number = log_number.ok_or_else(|| missing("MANIFEST has no log-number entry"))?;
-        let last_sequence =
-            last_sequence.ok_or_else(|| missing("MANIFEST has no last-sequence entry"))?;
-        let prev_log_number = prev_log_number.unwrap_or(0);
-        let version = builder.finish(&path)?;
-        self.current = Arc::new(version);
-        self.compact_pointers = compact_pointers;
-        self.manifest_file_number = next_file;
-        self.next_file_number = next_file + 1;
-        self.last_sequence = last_sequence;
-        self.log_number = log_number;
-        self.prev_log_number = prev_log_number;
-        self.mark_file_number_used(log_number);
-        self.mark_file_number_used(prev_log_number);
+        let replay = replay_manifest(&*self.env, &self.dir, &self.icmp)?;
+        self.current = Arc::new(replay.version);
+        self.compact_pointers = replay.compact_pointers;
+        self.blob_marked = replay.blob_marked;
+        self.manifest_file_number = replay.next_file_number;
+        self.next_file_number = replay.next_file_number + 1;
+        self.last_sequence = replay.last_sequence;
+        self.log_number = replay.log_number;
+        self.prev_log_number = replay.prev_log_number;
+        self.mark_file_number_used(replay.log_number);
+        self.mark_file_number_used(replay.prev_log_number);
         Ok(())
     }
 
