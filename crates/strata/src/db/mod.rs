@@ -490,7 +490,15 @@ impl Db {
         RangeIter::new(&self.inner, options, Bound::Unbounded, Bound::Unbounded)
     }
 
-    /// The entries whose keys start with `prefix`, in key order; `.rev()` for descending order.
+    /// The entries whose keys start with the bytes `prefix`, in key order (the comparator's);
+    /// `.rev()` for descending order.
+    ///
+    /// With the bytewise comparator (the default), the scan seeks to `prefix` and stops at the
+    /// first key past it, reading only the keys it returns. With another comparator it reads
+    /// only the range its [`Comparator::prefix_range`](crate::Comparator::prefix_range) names,
+    /// skipping the keys there that do not start with `prefix`; a comparator that names no
+    /// range (the trait's default) costs a scan of every key in the database, since in an
+    /// arbitrary order the keys sharing a byte prefix need not be next to each other.
     /// # Example
     ///
     /// ```
@@ -505,8 +513,13 @@ impl Db {
     /// ```
     pub fn prefix(&self, options: &ReadOptions<'_>, prefix: &[u8]) -> Result<RangeIter> {
         use std::ops::Bound;
-        let end = prefix_successor(prefix).map_or(Bound::Unbounded, Bound::Excluded);
-        RangeIter::new(&self.inner, options, Bound::Included(prefix.to_vec()), end)
+        let (start, end) = self
+            .inner
+            .icmp
+            .user_comparator()
+            .prefix_range(prefix)
+            .unwrap_or((Bound::Unbounded, Bound::Unbounded));
+        RangeIter::with_prefix(&self.inner, options, start, end, prefix.to_vec())
     }
 
     /// Compacts the key range `[begin, end]` (open ends for `None`): flushes the memtable and
@@ -673,15 +686,6 @@ impl Drop for Db {
         }
         background::log_blob_changes_at_close(&self.inner);
     }
-}
-
-/// The shortest key greater than every key starting with `prefix`, or `None` if there is none
-/// (the prefix is empty or all 0xff).
-fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let i = prefix.iter().rposition(|&b| b != 0xff)?;
-    let mut end = prefix[..=i].to_vec();
-    end[i] += 1;
-    Some(end)
 }
 
 impl DbInner {

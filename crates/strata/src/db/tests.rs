@@ -266,6 +266,70 @@ fn custom_comparator_orders_keys() {
     assert_eq!(scan(&Db::open(DIR, opts).unwrap()).len(), 3000);
 }
 
+/// Keys are a 4-byte user id then a time: users ascending, and each user's times descending
+/// (the newest first). A key's first 4 bytes are compared bytewise, the rest in reverse.
+struct UserTime;
+
+impl Comparator for UserTime {
+    fn name(&self) -> &str {
+        "test.UserTime"
+    }
+    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        let (ua, ta) = a.split_at(a.len().min(4));
+        let (ub, tb) = b.split_at(b.len().min(4));
+        ua.cmp(ub).then_with(|| tb.cmp(ta))
+    }
+    fn find_shortest_separator(&self, _: &mut Vec<u8>, _: &[u8]) {}
+    fn find_short_successor(&self, _: &mut Vec<u8>) {}
+}
+
+fn user_time_key(user: u32, time: u64) -> Vec<u8> {
+    [&user.to_be_bytes()[..], &time.to_be_bytes()].concat()
+}
+
+/// Regression (issue #15): `prefix` computed bytewise bounds under any comparator. Here a
+/// bare user id sorts after all of that user's keys, so `prefix(user 3)` returned user 4's.
+#[test]
+fn prefix_returns_exactly_the_keys_starting_with_it_under_a_custom_comparator() {
+    let env = MemEnv::new();
+    let db = Db::open(
+        DIR,
+        Options {
+            comparator: Arc::new(UserTime),
+            ..small_options(&env)
+        },
+    )
+    .unwrap();
+    for user in 1..=5u32 {
+        for time in 1..=4u64 {
+            db.put(&w(), &user_time_key(user, time), b"v").unwrap();
+        }
+    }
+    fn keys(range: impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>) -> Vec<Vec<u8>> {
+        range.map(|i| i.unwrap().0).collect()
+    }
+    let newest_first: Vec<Vec<u8>> = (1..=4u64).rev().map(|t| user_time_key(3, t)).collect();
+    let oldest_first: Vec<Vec<u8>> = newest_first.iter().rev().cloned().collect();
+    for flushed in [false, true] {
+        let prefix = 3u32.to_be_bytes();
+        assert_eq!(
+            keys(db.prefix(&r(), &prefix).unwrap()),
+            newest_first,
+            "{flushed}"
+        );
+        assert_eq!(
+            keys(db.prefix(&r(), &prefix).unwrap().rev()),
+            oldest_first,
+            "{flushed}"
+        );
+        // A prefix longer than the user id, and one every key has.
+        let with_time = [&prefix[..], &[0; 7]].concat();
+        assert_eq!(keys(db.prefix(&r(), &with_time).unwrap()), newest_first);
+        assert_eq!(keys(db.prefix(&r(), &[0, 0, 0]).unwrap()).len(), 20);
+        db.compact_range(None, None).unwrap();
+    }
+}
+
 #[test]
 fn oversized_keys_are_refused_and_nothing_is_applied() {
     let env = MemEnv::new();
