@@ -353,6 +353,66 @@ fn a_damaged_blob_value_is_a_corruption_error_naming_the_blob_file() {
     assert!(it.status().unwrap_err().is_corruption());
 }
 
+/// Regression (issue #15): a blob pointer's length was not checked against its file before
+/// a buffer of that length was allocated. A crafted table claiming a 1 TiB value, read without
+/// checksums, aborted the process on the failed allocation; it is corruption naming the blob
+/// file and the value's offset.
+#[test]
+fn a_blob_pointer_claiming_more_than_its_file_holds_is_corruption_naming_the_file() {
+    use strata::key::{append_internal_key, ValueKind};
+    use strata::table::{TableBuilder, TableOptions};
+
+    let env = MemEnv::new();
+    let db = Db::open("/db", options(&env)).unwrap();
+    db.put(&WriteOptions::default(), b"a", &value(0, 20_000))
+        .unwrap();
+    db.compact_range(None, None).unwrap();
+    drop(db);
+    let blob = files_of(&env, ".blob").pop().unwrap();
+    let number: u64 = blob.trim_end_matches(".blob").parse().unwrap();
+    // Where the value of "a", the file's first record, starts: after the file header and the
+    // record header and key.
+    let offset = strata::blob::BLOB_HEADER_LEN + strata::blob::RECORD_HEADER_LEN as u64 + 1;
+    let pointer = strata::blob::BlobPointer {
+        file: number,
+        offset,
+        len: 1 << 40,
+        compression: strata::Compression::None,
+        crc: 0,
+    };
+    let table = Path::new("/db/000900.ldb");
+    let mut builder = TableBuilder::new(
+        TableOptions::default(),
+        env.new_writable_file(table).unwrap(),
+    );
+    let mut key = Vec::new();
+    append_internal_key(&mut key, b"b", 1000, ValueKind::BlobPointer);
+    builder.add(&key, &pointer.encode()).unwrap();
+    builder.finish(true).unwrap();
+    // Repair lists the crafted table (it reads whole) beside the real one.
+    strata::repair("/db", &options(&env)).unwrap();
+
+    let db = Db::open("/db", options(&env)).unwrap();
+    let unverified = ReadOptions {
+        verify_checksums: false,
+        ..ReadOptions::default()
+    };
+    let names_the_blob = |err: &strata::Error| match err {
+        strata::Error::Corruption {
+            file, offset: at, ..
+        } => file == &Path::new("/db").join(&blob) && *at == offset,
+        _ => false,
+    };
+    let err = db.get(&unverified, b"b").unwrap_err();
+    assert!(names_the_blob(&err), "{err}");
+    let items: Vec<_> = db.scan(&unverified).unwrap().collect();
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[0].as_ref().unwrap().1, value(0, 20_000));
+    assert!(names_the_blob(items[1].as_ref().unwrap_err()));
+    let err = db.get(&ReadOptions::default(), b"b").unwrap_err();
+    assert!(names_the_blob(&err), "{err}");
+}
+
 /// The blob files: (number, value bytes, garbage bytes or None if pending).
 fn blob_files(db: &Db) -> Vec<(u64, u64, Option<u64>)> {
     db.blob_files()

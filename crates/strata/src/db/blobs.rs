@@ -318,11 +318,11 @@ impl ReplayedBlobs {
                 .sizes
                 .entry(pointer.file)
                 .or_insert_with(|| inner.env.file_size(&path).ok());
-            if !size.is_some_and(|len| pointer.fits_in(len)) {
+            let Some(size) = size.filter(|&len| pointer.fits_in(len)) else {
                 return Ok(false);
-            }
+            };
             let file = inner.blob_cache.file(pointer.file)?;
-            match read_value(&*file, &path, &pointer, true) {
+            match read_value(&*file, &path, size, &pointer, true) {
                 Ok(_) => {}
                 Err(e) if e.is_corruption() => return Ok(false),
                 Err(e) => return Err(e),
