@@ -672,20 +672,35 @@ impl Db {
 
 impl Drop for Db {
     fn drop(&mut self) {
-        self.inner.shutting_down.store(true, Ordering::Release);
-        {
-            let _state = self.inner.lock_state();
-            self.inner.bg_work.notify_all();
-            self.inner.blob_gc_work.notify_all();
-        }
-        for thread in [&self.inner.blob_gc_thread, &self.inner.bg_thread] {
-            let handle = thread.lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let Some(handle) = handle {
-                let _ = handle.join();
-            }
-        }
+        self.inner.stop_threads();
         background::log_blob_changes_at_close(&self.inner);
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// In tests, the name of a thread whose spawning fails when this thread opens a database.
+    static FAIL_SPAWN: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
+}
+
+/// Starts a thread of the database in `dir`.
+///
+/// # Errors
+/// [`Error::Io`] (op `"spawn thread"`, naming the directory) if the system refuses a thread.
+pub(crate) fn spawn_thread(
+    dir: &Path,
+    name: &'static str,
+    run: impl FnOnce() + Send + 'static,
+) -> Result<JoinHandle<()>> {
+    #[cfg(test)]
+    if FAIL_SPAWN.get() == Some(name) {
+        let refused = std::io::Error::from(std::io::ErrorKind::WouldBlock);
+        return Err(Error::io(dir, "spawn thread", refused));
+    }
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(run)
+        .map_err(|e| Error::io(dir, "spawn thread", e))
 }
 
 impl DbInner {
@@ -729,6 +744,23 @@ impl DbInner {
     pub(crate) fn set_error(&self, state: &mut DbState, e: &Error) {
         state.bg_error.get_or_insert_with(|| e.clone());
         self.bg_done.notify_all();
+    }
+
+    /// Tells the background and blob garbage collection threads to stop, and waits until
+    /// they have (each holds the database, and with it `LOCK`, while it runs).
+    pub(crate) fn stop_threads(&self) {
+        self.shutting_down.store(true, Ordering::Release);
+        {
+            let _state = self.lock_state();
+            self.bg_work.notify_all();
+            self.blob_gc_work.notify_all();
+        }
+        for thread in [&self.blob_gc_thread, &self.bg_thread] {
+            let handle = thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(handle) = handle {
+                let _ = handle.join();
+            }
+        }
     }
 
     /// Wakes the background thread (taking the state mutex briefly).

@@ -731,3 +731,32 @@ fn a_manual_compaction_ends_while_writes_go_on() {
         "compact_range did not return while writes went on"
     );
 }
+
+/// Failing to start a thread panicked in open (`expect`). It is an I/O error, and the failed
+/// open leaves nothing running: a thread already started holds the database, and with it
+/// `LOCK`, so it is stopped and joined before open returns.
+#[test]
+fn a_thread_that_cannot_be_started_fails_the_open_and_leaves_nothing_running() {
+    let env = MemEnv::new();
+    let opts = Options {
+        blob_threshold: Some(1000),
+        ..options(&env)
+    };
+    for name in ["strata-background", "strata-blob-gc"] {
+        FAIL_SPAWN.set(Some(name));
+        let opened = Db::open(DIR, opts.clone());
+        FAIL_SPAWN.set(None);
+        let err = opened.unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { op: "spawn thread", path, .. } if path == Path::new(DIR)),
+            "{name}: {err}"
+        );
+        // Released: it opens again at once, and works.
+        let db = Db::open(DIR, opts.clone()).unwrap();
+        db.put(&w(), b"k", name.as_bytes()).unwrap();
+        assert_eq!(
+            db.get(&r(), b"k").unwrap().as_deref(),
+            Some(name.as_bytes())
+        );
+    }
+}
