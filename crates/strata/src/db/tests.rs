@@ -760,3 +760,22 @@ fn a_thread_that_cannot_be_started_fails_the_open_and_leaves_nothing_running() {
         );
     }
 }
+
+/// A file whose number no database could have allocated (u64::MAX) is not the database's:
+/// opening marked every log and blob file number as used, `number + 1`, which overflowed (a
+/// panic in debug builds).
+#[test]
+fn a_file_numbered_beyond_any_database_is_left_alone() {
+    let env = MemEnv::new();
+    drop(Db::open(DIR, options(&env)).unwrap());
+    for name in ["18446744073709551615.log", "18446744073709551615.blob"] {
+        let path = Path::new(DIR).join(name);
+        crate::env::write_file(&env, &path, b"not ours", true).unwrap();
+    }
+    let db = Db::open(DIR, options(&env)).unwrap();
+    db.put(&w(), b"k", b"v").unwrap();
+    drop(db);
+    let db = Db::open(DIR, options(&env)).unwrap();
+    assert_eq!(db.get(&r(), b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    assert!(env.exists(&Path::new(DIR).join("18446744073709551615.log")));
+}
