@@ -779,3 +779,23 @@ fn a_file_numbered_beyond_any_database_is_left_alone() {
     assert_eq!(db.get(&r(), b"k").unwrap().as_deref(), Some(&b"v"[..]));
     assert!(env.exists(&Path::new(DIR).join("18446744073709551615.log")));
 }
+
+/// A logged batch whose sequence numbers run past the largest (crafted, with a good
+/// checksum) is corruption naming the log; replaying it overflowed `seqno + count` (a panic in
+/// debug builds).
+#[test]
+fn a_logged_batch_with_sequence_numbers_past_the_largest_is_corruption() {
+    let env = MemEnv::new();
+    drop(Db::open(DIR, options(&env)).unwrap());
+    let path = Path::new(DIR).join("000099.log");
+    let mut log = LogWriter::new(env.new_writable_file(&path).unwrap());
+    let mut batch = WriteBatch::new();
+    batch.put(b"k", b"v");
+    batch.set_seqno(u64::MAX);
+    log.add_record(batch.encoded()).unwrap();
+    log.sync().unwrap();
+    match Db::open(DIR, options(&env)) {
+        Err(Error::Corruption { file, offset, .. }) => assert_eq!((file, offset), (path, 0)),
+        other => panic!("expected corruption, got {:?}", other.map(|_| ())),
+    }
+}

@@ -341,6 +341,13 @@ impl VersionSet {
         let last_sequence =
             last_sequence.ok_or_else(|| missing("MANIFEST has no last-sequence entry"))?;
         let prev_log_number = prev_log_number.unwrap_or(0);
+        if last_sequence > crate::key::MAX_SEQNO {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!("MANIFEST's last sequence number {last_sequence} is past the largest"),
+            ));
+        }
         for n in [next_file, log_number, prev_log_number] {
             if n > filename::MAX_FILE_NUMBER {
                 return Err(Error::corruption(
@@ -733,6 +740,13 @@ mod tests {
                 "file number 9223372036854775808",
             ),
             (huge_tables, "add up to more than a u64"),
+            (
+                VersionEdit {
+                    last_sequence: Some(crate::key::MAX_SEQNO + 1),
+                    ..full_edit()
+                },
+                "last sequence number 72057594037927936",
+            ),
         ] {
             let env = env_with_current(b"MANIFEST-000002\n");
             write_manifest(&env, &[edit]);
