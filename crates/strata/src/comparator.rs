@@ -9,6 +9,9 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 use std::sync::Arc;
 
+/// A range of keys in a comparator's order: its start and end bounds.
+pub type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
 /// A total order over keys, plus the key-shortening helpers used for table indexes.
 ///
 /// Implementations must be consistent for the life of a database: the same name must always mean
@@ -64,7 +67,7 @@ pub trait Comparator: Send + Sync {
     /// ```
     /// use std::cmp::Ordering;
     /// use std::ops::Bound;
-    /// use strata::Comparator;
+    /// use strata::{Comparator, KeyRange};
     ///
     /// struct Reverse;
     /// impl Comparator for Reverse {
@@ -72,7 +75,7 @@ pub trait Comparator: Send + Sync {
     ///     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering { b.cmp(a) }
     ///     fn find_shortest_separator(&self, _start: &mut Vec<u8>, _limit: &[u8]) {}
     ///     fn find_short_successor(&self, _key: &mut Vec<u8>) {}
-    ///     fn prefix_range(&self, prefix: &[u8]) -> Option<(Bound<Vec<u8>>, Bound<Vec<u8>>)> {
+    ///     fn prefix_range(&self, prefix: &[u8]) -> Option<KeyRange> {
     ///         // Keys starting with `prefix` are bytewise below its successor, and at or
     ///         // above `prefix`: here, after the successor and at or before `prefix`.
     ///         let start = strata::BytewiseComparator::prefix_successor(prefix)
@@ -82,7 +85,7 @@ pub trait Comparator: Send + Sync {
     /// }
     /// assert!(Reverse.prefix_range(b"ab").is_some());
     /// ```
-    fn prefix_range(&self, prefix: &[u8]) -> Option<(Bound<Vec<u8>>, Bound<Vec<u8>>)> {
+    fn prefix_range(&self, prefix: &[u8]) -> Option<KeyRange> {
         let _ = prefix;
         None
     }
@@ -155,7 +158,7 @@ impl Comparator for BytewiseComparator {
         }
     }
 
-    fn prefix_range(&self, prefix: &[u8]) -> Option<(Bound<Vec<u8>>, Bound<Vec<u8>>)> {
+    fn prefix_range(&self, prefix: &[u8]) -> Option<KeyRange> {
         let end = Self::prefix_successor(prefix).map_or(Bound::Unbounded, Bound::Excluded);
         Some((Bound::Included(prefix.to_vec()), end))
     }

@@ -331,7 +331,7 @@ impl strata::Comparator for Order {
     fn find_shortest_separator(&self, _: &mut Vec<u8>, _: &[u8]) {}
     fn find_short_successor(&self, _: &mut Vec<u8>) {}
 
-    fn prefix_range(&self, prefix: &[u8]) -> Option<(Bound<Vec<u8>>, Bound<Vec<u8>>)> {
+    fn prefix_range(&self, prefix: &[u8]) -> Option<strata::KeyRange> {
         if *self != Order::ReverseWithPrefixRange {
             return None;
         }
