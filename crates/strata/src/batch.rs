@@ -14,7 +14,7 @@
 
 use crate::coding::{decode_fixed32, decode_fixed64, put_length_prefixed, Decoder};
 use crate::error::{Error, Result};
-use crate::key::{SeqNo, ValueKind};
+use crate::key::{SeqNo, ValueKind, MAX_SEQNO};
 
 /// The size of a batch's header: seqno and count.
 pub const BATCH_HEADER_LEN: usize = 12;
@@ -158,7 +158,8 @@ impl WriteBatch {
         &self.rep
     }
 
-    /// Parses a batch read from a log. Every operation is checked.
+    /// Parses a batch read from a log. Every operation is checked, and so are its sequence
+    /// numbers: the last must not exceed [`MAX_SEQNO`](crate::key::MAX_SEQNO).
     ///
     /// # Errors
     /// Corruption at the offset (within the record) of the first malformed byte.
@@ -188,6 +189,17 @@ impl WriteBatch {
                 format!(
                     "write batch holds {found} operations, its header says {}",
                     batch.count()
+                ),
+            ));
+        }
+        let end = batch.seqno().checked_add(u64::from(batch.count()));
+        if end.is_none_or(|end| end > MAX_SEQNO + 1) {
+            return Err(Error::corruption(
+                "",
+                0,
+                format!(
+                    "write batch's sequence numbers from {} run past the largest, 2^56 - 1",
+                    batch.seqno()
                 ),
             ));
         }
@@ -269,6 +281,33 @@ impl<'a> Iterator for BatchIter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (issue #15): a logged batch's sequence numbers were trusted: past 2^56 - 1
+    /// they do not fit an internal key, and near u64::MAX replay's `seqno + count` overflowed.
+    #[test]
+    fn sequence_numbers_past_the_largest_are_corruption() {
+        for (seqno, ops, ok) in [
+            (MAX_SEQNO, 1, true),
+            (MAX_SEQNO, 2, false),
+            (MAX_SEQNO + 1, 0, true),
+            (MAX_SEQNO + 1, 1, false),
+            (u64::MAX, 1, false),
+            (u64::MAX, 0, false),
+        ] {
+            let mut b = WriteBatch::new();
+            for i in 0..ops {
+                b.put(&[i], b"v");
+            }
+            b.set_seqno(seqno);
+            match WriteBatch::decode(b.encoded()) {
+                Ok(_) => assert!(ok, "{seqno} + {ops} accepted"),
+                Err(Error::Corruption { offset, reason, .. }) => {
+                    assert!(!ok && offset == 0, "{seqno} + {ops}: {reason}");
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
 
     #[test]
     fn encodings_match_the_format_vectors() {

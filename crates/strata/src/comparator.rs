@@ -6,7 +6,11 @@
 //! may only be opened with a comparator of the same name.
 
 use std::cmp::Ordering;
+use std::ops::Bound;
 use std::sync::Arc;
+
+/// A range of keys in a comparator's order: its start and end bounds.
+pub type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 /// A total order over keys, plus the key-shortening helpers used for table indexes.
 ///
@@ -43,6 +47,48 @@ pub trait Comparator: Send + Sync {
 
     /// May change `key` to a shorter key that is `>= key`. Leaving it unchanged is always correct.
     fn find_short_successor(&self, key: &mut Vec<u8>);
+
+    /// A range of this order holding every key that starts with the bytes `prefix`, if there
+    /// is one worth seeking to; [`Db::prefix`](crate::Db::prefix) then reads only that range.
+    ///
+    /// Requires of an implementation: every key starting with `prefix` lies within the bounds
+    /// returned (under [`compare`](Self::compare)). The range may hold other keys too:
+    /// `Db::prefix` keeps only those that start with `prefix`, so a wider range costs reads,
+    /// never correctness; a narrower one loses keys.
+    ///
+    /// The default, `None`, promises nothing: in an arbitrary order the keys with a given byte
+    /// prefix need not even be contiguous, and `Db::prefix` reads every key to find them.
+    /// [`BytewiseComparator`] returns `[prefix, successor of prefix)`.
+    ///
+    /// # Example
+    ///
+    /// Descending bytewise order keeps each prefix's keys together, ending at the prefix itself:
+    ///
+    /// ```
+    /// use std::cmp::Ordering;
+    /// use std::ops::Bound;
+    /// use strata::{Comparator, KeyRange};
+    ///
+    /// struct Reverse;
+    /// impl Comparator for Reverse {
+    ///     fn name(&self) -> &str { "example.Reverse" }
+    ///     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering { b.cmp(a) }
+    ///     fn find_shortest_separator(&self, _start: &mut Vec<u8>, _limit: &[u8]) {}
+    ///     fn find_short_successor(&self, _key: &mut Vec<u8>) {}
+    ///     fn prefix_range(&self, prefix: &[u8]) -> Option<KeyRange> {
+    ///         // Keys starting with `prefix` are bytewise below its successor, and at or
+    ///         // above `prefix`: here, after the successor and at or before `prefix`.
+    ///         let start = strata::BytewiseComparator::prefix_successor(prefix)
+    ///             .map_or(Bound::Unbounded, Bound::Excluded);
+    ///         Some((start, Bound::Included(prefix.to_vec())))
+    ///     }
+    /// }
+    /// assert!(Reverse.prefix_range(b"ab").is_some());
+    /// ```
+    fn prefix_range(&self, prefix: &[u8]) -> Option<KeyRange> {
+        let _ = prefix;
+        None
+    }
 }
 
 /// LevelDB's default order: lexicographic over unsigned bytes, named
@@ -62,6 +108,23 @@ pub struct BytewiseComparator;
 impl BytewiseComparator {
     /// The name LevelDB records for this order.
     pub const NAME: &'static str = "leveldb.BytewiseComparator";
+
+    /// The shortest byte string greater than every string starting with `prefix`, or `None`
+    /// if there is none (`prefix` is empty or all `0xff`).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use strata::BytewiseComparator;
+    /// assert_eq!(BytewiseComparator::prefix_successor(b"ab\xff"), Some(b"ac".to_vec()));
+    /// assert_eq!(BytewiseComparator::prefix_successor(b"\xff\xff"), None);
+    /// ```
+    pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+        let i = prefix.iter().rposition(|&b| b != 0xff)?;
+        let mut end = prefix[..=i].to_vec();
+        end[i] += 1;
+        Some(end)
+    }
 }
 
 impl Comparator for BytewiseComparator {
@@ -93,6 +156,11 @@ impl Comparator for BytewiseComparator {
             key[i] += 1;
             key.truncate(i + 1);
         }
+    }
+
+    fn prefix_range(&self, prefix: &[u8]) -> Option<KeyRange> {
+        let end = Self::prefix_successor(prefix).map_or(Bound::Unbounded, Bound::Excluded);
+        Some((Bound::Included(prefix.to_vec()), end))
     }
 }
 
@@ -133,6 +201,33 @@ mod tests {
         assert_eq!(successor(b"\xff\xffa"), b"\xff\xffb");
         assert_eq!(successor(b"\xff\xff"), b"\xff\xff");
         assert_eq!(successor(b""), b"");
+    }
+
+    #[test]
+    fn bytewise_prefix_range_is_the_prefix_up_to_its_successor() {
+        let range = |p: &[u8]| BytewiseComparator.prefix_range(p);
+        assert_eq!(
+            range(b"ab"),
+            Some((
+                Bound::Included(b"ab".to_vec()),
+                Bound::Excluded(b"ac".to_vec())
+            ))
+        );
+        assert_eq!(
+            range(b"a\xff\xff"),
+            Some((
+                Bound::Included(b"a\xff\xff".to_vec()),
+                Bound::Excluded(b"b".to_vec())
+            ))
+        );
+        assert_eq!(
+            range(b"\xff"),
+            Some((Bound::Included(b"\xff".to_vec()), Bound::Unbounded))
+        );
+        assert_eq!(
+            range(b""),
+            Some((Bound::Included(Vec::new()), Bound::Unbounded))
+        );
     }
 
     #[test]

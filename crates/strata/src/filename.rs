@@ -12,10 +12,16 @@
 //! | `NNNNNN.dbtmp` | a temporary file (while `CURRENT` is rewritten) |
 //!
 //! Numbers are decimal, zero-padded to at least six digits. Parsing accepts any number of digits
-//! that fits a u64, as LevelDB does; names that do not parse are not the database's and are never
-//! read or deleted.
+//! up to [`MAX_FILE_NUMBER`] (LevelDB accepts any u64: numbers it could never have allocated,
+//! which strata refuses so that `number + 1` never overflows); names that do not parse are not
+//! the database's and are never read or deleted.
 
 use std::path::{Path, PathBuf};
+
+/// The largest file number a database may use: a file, or a MANIFEST counter, naming a larger
+/// one is not the database's. Numbers are allocated one by one from 2, so no database reaches
+/// it, and the number after any valid one fits a u64.
+pub const MAX_FILE_NUMBER: u64 = u64::MAX >> 1;
 
 /// What a file in a database directory is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -97,7 +103,7 @@ fn parse_number(digits: &str) -> Option<u64> {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    digits.parse().ok()
+    digits.parse().ok().filter(|&n| n <= MAX_FILE_NUMBER)
 }
 
 /// Parses a file name (not a path): its kind and number (0 for names without one).
@@ -169,7 +175,7 @@ mod tests {
             ("LOCK", (FileKind::Lock, 0)),
             ("LOG", (FileKind::InfoLog, 0)),
             ("LOG.old", (FileKind::InfoLog, 0)),
-            ("18446744073709551615.log", (FileKind::Log, u64::MAX)),
+            ("9223372036854775807.log", (FileKind::Log, MAX_FILE_NUMBER)),
         ] {
             assert_eq!(parse_file_name(name), Some(parsed), "{name}");
         }
@@ -191,6 +197,8 @@ mod tests {
             "MANIFEST-1.old",
             "CURRENT.bak",
             "18446744073709551616.log",
+            "18446744073709551615.log",
+            "9223372036854775808.blob",
             "lost",
             "LOG.older",
             "1 .log",

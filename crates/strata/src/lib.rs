@@ -90,7 +90,7 @@ pub mod version;
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use check::{check, CheckReport};
-pub use comparator::{bytewise, BytewiseComparator, Comparator};
+pub use comparator::{bytewise, BytewiseComparator, Comparator, KeyRange};
 pub use db::{destroy, BlobFileInfo, Db, DbIterator, RangeIter, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use env::{CrashMode, Env, IoFaults, MemEnv, PosixEnv};
 pub use error::{Error, Result};

@@ -416,16 +416,16 @@ fn salvage_blocks_without_index(
     let mut named: Vec<BlockHandle> = Vec::new();
     if len >= FOOTER_SIZE {
         // The footer's handles are trusted only where they fit the layout every table has:
-        // data blocks, filter, metaindex, index, footer, one after the other.
+        // data blocks, filter, metaindex, index, footer, one after the other. A handle whose
+        // end overflows a u64 fits nowhere.
         let footer_start = size - FOOTER_SIZE as u64;
-        let trailer = BLOCK_TRAILER_SIZE as u64;
         let magic_ok = bytes[len - 8..] == TABLE_MAGIC.to_le_bytes();
         let mut d = Decoder::new(&bytes[len - FOOTER_SIZE..]);
         let metaindex = BlockHandle::decode_from(&mut d);
-        let index = BlockHandle::decode_from(&mut d)
-            .filter(|h| h.offset.checked_add(h.size + trailer) == Some(footer_start));
+        let index =
+            BlockHandle::decode_from(&mut d).filter(|h| h.end_with_trailer() == Some(footer_start));
         let metaindex = metaindex.filter(|m| {
-            let end = m.offset.checked_add(m.size + trailer);
+            let end = m.end_with_trailer();
             match index {
                 Some(i) => end == Some(i.offset),
                 None => magic_ok && end.is_some_and(|e| e < footer_start),

@@ -353,6 +353,123 @@ fn a_damaged_blob_value_is_a_corruption_error_naming_the_blob_file() {
     assert!(it.status().unwrap_err().is_corruption());
 }
 
+/// A database whose only blob file holds the value of "a" (20 KB); returns the file's name
+/// and the offset of that value.
+fn one_blob_value(env: &MemEnv) -> (String, u64) {
+    let db = Db::open("/db", options(env)).unwrap();
+    db.put(&WriteOptions::default(), b"a", &value(0, 20_000))
+        .unwrap();
+    db.compact_range(None, None).unwrap();
+    drop(db);
+    // The value of "a", the file's first record, starts after the file header, the record
+    // header and the key.
+    let offset = strata::blob::BLOB_HEADER_LEN + strata::blob::RECORD_HEADER_LEN as u64 + 1;
+    (files_of(env, ".blob").pop().unwrap(), offset)
+}
+
+/// Adds a crafted table mapping each key to a blob pointer (at sequence numbers from 1000), and
+/// has repair list it beside the database's own tables (it reads whole).
+fn add_crafted_pointers(env: &MemEnv, entries: &[(&[u8], strata::blob::BlobPointer)]) {
+    use strata::key::{append_internal_key, ValueKind};
+    use strata::table::{TableBuilder, TableOptions};
+    let table = Path::new("/db/000900.ldb");
+    let mut builder = TableBuilder::new(
+        TableOptions::default(),
+        env.new_writable_file(table).unwrap(),
+    );
+    for (i, (user_key, pointer)) in entries.iter().enumerate() {
+        let mut key = Vec::new();
+        append_internal_key(&mut key, user_key, 1000 + i as u64, ValueKind::BlobPointer);
+        builder.add(&key, &pointer.encode()).unwrap();
+    }
+    builder.finish(true).unwrap();
+    strata::repair("/db", &options(env)).unwrap();
+}
+
+fn blob_number(name: &str) -> u64 {
+    name.trim_end_matches(".blob").parse().unwrap()
+}
+
+/// Regression (issue #15): a blob pointer's length was not checked against its file before
+/// a buffer of that length was allocated. A crafted table claiming a 1 TiB value, read without
+/// checksums, aborted the process on the failed allocation; it is corruption naming the blob
+/// file and the value's offset.
+#[test]
+fn a_blob_pointer_claiming_more_than_its_file_holds_is_corruption_naming_the_file() {
+    let env = MemEnv::new();
+    let (blob, offset) = one_blob_value(&env);
+    let pointer = strata::blob::BlobPointer {
+        file: blob_number(&blob),
+        offset,
+        len: 1 << 40,
+        compression: strata::Compression::None,
+        crc: 0,
+    };
+    add_crafted_pointers(&env, &[(b"b", pointer)]);
+
+    let db = Db::open("/db", options(&env)).unwrap();
+    let unverified = ReadOptions {
+        verify_checksums: false,
+        ..ReadOptions::default()
+    };
+    let names_the_blob = |err: &strata::Error| match err {
+        strata::Error::Corruption {
+            file, offset: at, ..
+        } => file == &Path::new("/db").join(&blob) && *at == offset,
+        _ => false,
+    };
+    let err = db.get(&unverified, b"b").unwrap_err();
+    assert!(names_the_blob(&err), "{err}");
+    let items: Vec<_> = db.scan(&unverified).unwrap().collect();
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[0].as_ref().unwrap().1, value(0, 20_000));
+    assert!(names_the_blob(items[1].as_ref().unwrap_err()));
+    let err = db.get(&ReadOptions::default(), b"b").unwrap_err();
+    assert!(names_the_blob(&err), "{err}");
+}
+
+/// Regression (issue #15): the garbage a flush counts summed pointer lengths read from
+/// tables unchecked; two crafted pointers of 2^63 bytes each overflowed the sum, a panic in
+/// the background thread (debug builds) that left the flush's caller waiting for ever. Counts
+/// saturate: the file is all garbage, and the collector rewrites it.
+#[test]
+fn crafted_pointer_lengths_do_not_overflow_the_garbage_counts() {
+    let env = MemEnv::new();
+    let (blob, offset) = one_blob_value(&env);
+    let number = blob_number(&blob);
+    let pointer = strata::blob::BlobPointer {
+        file: number,
+        offset,
+        len: 1 << 63,
+        compression: strata::Compression::None,
+        crc: 0,
+    };
+    add_crafted_pointers(&env, &[(b"b", pointer), (b"c", pointer)]);
+    let db = Arc::new(Db::open("/db", options(&env)).unwrap());
+    // Overwriting both makes the flush count their pointers as garbage of the blob file.
+    for key in [b"b", b"c"] {
+        db.put(&WriteOptions::default(), key, b"small").unwrap();
+    }
+    let (done, flushed) = std::sync::mpsc::channel();
+    let flushing = db.clone();
+    std::thread::spawn(move || done.send(flushing.compact_range(None, None)));
+    flushed
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the flush finishes")
+        .unwrap();
+    eventually("the all-garbage blob file to be rewritten", || {
+        !listed_blob_files(&db).contains(&number)
+    });
+    assert_eq!(
+        db.get(&ReadOptions::default(), b"a").unwrap(),
+        Some(value(0, 20_000))
+    );
+    assert_eq!(
+        db.get(&ReadOptions::default(), b"c").unwrap().as_deref(),
+        Some(&b"small"[..])
+    );
+}
+
 /// The blob files: (number, value bytes, garbage bytes or None if pending).
 fn blob_files(db: &Db) -> Vec<(u64, u64, Option<u64>)> {
     db.blob_files()

@@ -204,3 +204,59 @@ fn repair_refuses_an_open_database() {
     ));
     drop(db);
 }
+
+/// Regression (issue #15): a footer whose block handles claim sizes near `u64::MAX` made
+/// repair's `offset + size + trailer` overflow (a panic in debug builds). The handles are now
+/// damage like any other: reads name the table and the handle's offset, and repair finds the
+/// data blocks without them.
+#[test]
+fn a_footer_handle_near_u64_max_is_damage_not_an_overflow() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Db::open(tmp.path(), options()).unwrap();
+    let mut model = Model::new();
+    for i in 0..200u32 {
+        let (k, v) = (format!("key{i:04}").into_bytes(), vec![b'v'; 50]);
+        db.put(&WriteOptions::default(), &k, &v).unwrap();
+        model.insert(k, v);
+    }
+    db.compact_range(None, None).unwrap();
+    drop(db);
+    let table = largest_table(tmp.path());
+    let mut bytes = std::fs::read(&table).unwrap();
+    // Metaindex at offset 1 and index at offset 2, each u64::MAX - 2 bytes long: two varints
+    // of 1 and 10 bytes each, then the zero padding and the magic number left as they were.
+    let footer = bytes.len() - 48;
+    let mut handles = Vec::new();
+    for offset in [1u8, 2] {
+        handles.push(offset);
+        let mut size = u64::MAX - 2;
+        while size >= 0x80 {
+            handles.push(size as u8 | 0x80);
+            size >>= 7;
+        }
+        handles.push(size as u8);
+    }
+    bytes[footer..footer + 40].fill(0);
+    bytes[footer..footer + handles.len()].copy_from_slice(&handles);
+    std::fs::write(&table, &bytes).unwrap();
+
+    let err = Db::open(tmp.path(), options())
+        .and_then(|db| db.get(&ReadOptions::default(), b"key0001"))
+        .unwrap_err();
+    match &err {
+        Error::Corruption { file, offset, .. } => {
+            assert_eq!((file, *offset), (&table, 2), "{err}");
+        }
+        other => panic!("expected corruption naming the table, got {other}"),
+    }
+    let report = repair(tmp.path(), &options()).unwrap();
+    assert!(report.damaged_pieces >= 1, "{report:?}");
+    assert!(report
+        .moved_to_lost
+        .iter()
+        .any(|p| p.file_name() == table.file_name()));
+    assert!(
+        contents(tmp.path()) == model,
+        "the data blocks were all found"
+    );
+}

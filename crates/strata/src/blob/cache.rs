@@ -5,6 +5,7 @@
 //! of them to open it. A file evicted from the cache stays open while a reader holds it.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::{read_value, BlobPointer};
@@ -12,11 +13,20 @@ use crate::env::{Env, RandomAccessFile};
 use crate::error::Result;
 use crate::filename::blob_file;
 
+/// An open blob file.
+struct OpenBlobFile {
+    file: Arc<dyn RandomAccessFile>,
+    /// A length the file is known to have reached. Invariant: at most its length now (blob
+    /// files only grow), so a value within it is in the file. Raised, from the file's size,
+    /// when a pointer reaches past it.
+    known_len: AtomicU64,
+}
+
 /// Opens blob files on demand and keeps up to a number of them open.
 pub struct BlobCache {
     env: Arc<dyn Env>,
     dir: PathBuf,
-    files: quick_cache::sync::Cache<u64, Arc<dyn RandomAccessFile>>,
+    files: quick_cache::sync::Cache<u64, Arc<OpenBlobFile>>,
 }
 
 impl std::fmt::Debug for BlobCache {
@@ -38,24 +48,45 @@ impl BlobCache {
         }
     }
 
+    fn open(&self, number: u64) -> Result<Arc<OpenBlobFile>> {
+        self.files.get_or_insert_with(&number, || {
+            let path = blob_file(&self.dir, number);
+            let file = self.env.new_mapped_file(&path)?;
+            // Taken after opening: the file cannot be shorter than this when read.
+            let len = self.env.file_size(&path)?;
+            Ok(Arc::new(OpenBlobFile {
+                file,
+                known_len: AtomicU64::new(len),
+            }))
+        })
+    }
+
     /// The open blob file `number`.
     ///
     /// # Errors
     /// An I/O error naming `NNNNNN.blob` if it cannot be opened.
     pub fn file(&self, number: u64) -> Result<Arc<dyn RandomAccessFile>> {
-        self.files.get_or_insert_with(&number, || {
-            self.env.new_mapped_file(&blob_file(&self.dir, number))
-        })
+        Ok(self.open(number)?.file.clone())
     }
 
     /// The value `pointer` points to, checked against the pointer's checksum when `verify` is
     /// set.
     ///
+    /// A pointer reaching past the length the file had when opened (a file still being
+    /// written) costs a look at the file's size; others cost nothing more than the read.
+    ///
     /// # Errors
-    /// As [`read_value`]: corruption or an I/O error, naming the blob file.
+    /// Corruption naming the blob file and the value's offset if the value does not lie within
+    /// the file, or as [`read_value`]: corruption or an I/O error, naming the blob file.
     pub fn read(&self, pointer: &BlobPointer, verify: bool) -> Result<Vec<u8>> {
-        let file = self.file(pointer.file)?;
-        read_value(&*file, &blob_file(&self.dir, pointer.file), pointer, verify)
+        let open = self.open(pointer.file)?;
+        let path = blob_file(&self.dir, pointer.file);
+        let mut len = open.known_len.load(Ordering::Relaxed);
+        if !pointer.fits_in(len) {
+            len = self.env.file_size(&path)?;
+            open.known_len.fetch_max(len, Ordering::Relaxed);
+        }
+        read_value(&*open.file, &path, len, pointer, verify)
     }
 
     /// Forgets blob file `number`: once it is deleted, and when it is closed for writing (a

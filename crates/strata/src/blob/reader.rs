@@ -22,19 +22,35 @@ fn unpack(stored: Vec<u8>, compression: Compression, path: &Path, offset: u64) -
     }
 }
 
-/// Reads the value `pointer` points to, from `file` (blob file `path`), checking it against the
-/// pointer's checksum when `verify` is set.
+/// Reads the value `pointer` points to, from `file` (blob file `path`, at least `file_len`
+/// bytes long), checking it against the pointer's checksum when `verify` is set.
+///
+/// The pointer is untrusted (it comes from a table, a log or a memtable, and with checksums off
+/// nothing vouches for it): nothing is allocated for it unless its value lies within the
+/// first `file_len` bytes.
 ///
 /// # Errors
-/// [`Error::Corruption`] naming the file and the value's offset if the checksum does not match
-/// or the value does not decompress; [`Error::Io`] if reading fails (a value past the end of the
-/// file is an I/O error of kind `UnexpectedEof`).
+/// [`Error::Corruption`] naming the file and the value's offset if the value does not lie
+/// within `file_len` bytes, the checksum does not match or the value does not decompress;
+/// [`Error::Io`] if reading fails (a file shorter than `file_len`, an I/O error of kind
+/// `UnexpectedEof`).
 pub(crate) fn read_value(
     file: &dyn RandomAccessFile,
     path: &Path,
+    file_len: u64,
     pointer: &BlobPointer,
     verify: bool,
 ) -> Result<Vec<u8>> {
+    if !pointer.fits_in(file_len) {
+        return Err(Error::corruption(
+            path,
+            pointer.offset,
+            format!(
+                "blob pointer to {} bytes reaches outside the file's {file_len} bytes of records",
+                pointer.len
+            ),
+        ));
+    }
     let len = usize::try_from(pointer.len)
         .map_err(|_| Error::corruption(path, pointer.offset, "blob value too large"))?;
     let stored = file.read_to_vec(pointer.offset, len)?;

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use super::*;
 use crate::env::{read_file_to_vec, write_file, Env, MemEnv};
+use crate::error::Error;
 
 fn env() -> MemEnv {
     let env = MemEnv::new();
@@ -82,7 +83,7 @@ fn values_read_back_through_their_pointers_with_and_without_compression() {
         for (i, (_, p)) in written.iter().enumerate() {
             assert!(p.fits_in(len));
             let want = value_of(i as u32, [0usize, 1, 100, 4096, 100_000, 7][i]);
-            assert_eq!(read_value(&*file, &path, p, true).unwrap(), want);
+            assert_eq!(read_value(&*file, &path, len, p, true).unwrap(), want);
         }
         // The 100 KB value compresses (it repeats every 13 bytes) when asked.
         let big = written[4].1;
@@ -130,12 +131,13 @@ fn damage_is_caught_by_the_pointer_checksum_and_by_the_scan() {
         bytes[at as usize] ^= 0x10;
         write_file(&env, &path, &bytes, false).unwrap();
         let file = env.new_random_access_file(&path).unwrap();
-        let err = read_value(&*file, &path, &target, true).unwrap_err();
+        let len = bytes.len() as u64;
+        let err = read_value(&*file, &path, len, &target, true).unwrap_err();
         assert!(err.is_corruption(), "{err}");
         assert!(err.to_string().contains("000008.blob"), "{err}");
         // Without verification the damaged bytes come back: the caller asked not to check.
         assert_ne!(
-            read_value(&*file, &path, &target, false).unwrap(),
+            read_value(&*file, &path, len, &target, false).unwrap(),
             value_of(3, 4096)
         );
         // A scan stops at the damaged record, after the good ones.
@@ -168,10 +170,14 @@ fn a_torn_tail_ends_a_scan_where_the_good_records_end() {
         assert_eq!(good, 5);
         assert!(err.unwrap().is_corruption());
         assert_eq!(scan.position(), last_good_end);
-        // A pointer past the end is an I/O error, not a wrong value.
+        // A pointer past the end is corruption at its offset, read or not: not a wrong value.
         let file = env.new_random_access_file(&path).unwrap();
         assert!(!written[5].1.fits_in(cut as u64));
-        assert!(read_value(&*file, &path, &written[5].1, true).is_err());
+        let err = read_value(&*file, &path, cut as u64, &written[5].1, true).unwrap_err();
+        assert!(
+            matches!(&err, Error::Corruption { offset, .. } if *offset == written[5].1.offset),
+            "{err}"
+        );
     }
 }
 
@@ -225,6 +231,60 @@ fn the_cache_opens_a_file_again_after_its_short_handle_is_forgotten() {
         let want = value_of(i as u32, [0usize, 1, 100, 4096, 100_000, 7][i]);
         assert_eq!(cache.read(p, true).unwrap(), want);
         let path = crate::filename::blob_file(Path::new("/db"), 8);
-        assert_eq!(read_value(&*first, &path, p, true).unwrap(), want);
+        let len = env.file_size(&path).unwrap();
+        assert_eq!(read_value(&*first, &path, len, p, true).unwrap(), want);
+    }
+}
+
+/// Regression (issue #15): a pointer's length was not checked against its file before a buffer
+/// that long was allocated; a crafted one claiming 1 TiB aborted the process, checksums or not.
+#[test]
+fn a_pointer_reaching_past_its_file_is_corruption_before_anything_is_allocated() {
+    let env = env();
+    let written = write_some(&env, 12, Compression::None);
+    let cache = BlobCache::new(std::sync::Arc::new(env.clone()), Path::new("/db"), 4);
+    let path = crate::filename::blob_file(Path::new("/db"), 12);
+    let len = env.file_size(&path).unwrap();
+    let first = written[0].1;
+    for (offset, claimed) in [
+        (first.offset, 1 << 40),
+        (first.offset, u64::MAX),
+        (u64::MAX - 1, 2),
+        (len, 1),
+        (3, 1),
+    ] {
+        let pointer = BlobPointer {
+            offset,
+            len: claimed,
+            ..first
+        };
+        for verify in [false, true] {
+            let err = cache.read(&pointer, verify).unwrap_err();
+            match &err {
+                Error::Corruption {
+                    file, offset: at, ..
+                } => {
+                    assert_eq!((file, *at), (&path, offset), "{err}")
+                }
+                other => panic!("expected corruption, got {other}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn the_cache_reads_values_appended_after_it_opened_the_file() {
+    let env = env();
+    let mut w = BlobFileWriter::create(&env, Path::new("/db"), 13).unwrap();
+    let cache = BlobCache::new(std::sync::Arc::new(env.clone()), Path::new("/db"), 4);
+    let mut pointers = Vec::new();
+    for i in 0..3u32 {
+        let p = w.add(b"k", &value_of(i, 5000), Compression::None).unwrap();
+        w.flush().unwrap();
+        pointers.push(p);
+        // Each read, the first of which opens the file, comes before the next append.
+        for (j, p) in pointers.iter().enumerate() {
+            assert_eq!(cache.read(p, true).unwrap(), value_of(j as u32, 5000));
+        }
     }
 }

@@ -35,14 +35,15 @@ use crate::version::{FileMetaData, VersionEdit, NUM_LEVELS};
 type Guard<'a> = MutexGuard<'a, DbState>;
 
 /// Starts the background thread.
-pub(crate) fn start(inner: &Arc<DbInner>) {
+///
+/// # Errors
+/// [`Error::Io`] if the thread cannot be started.
+pub(crate) fn start(inner: &Arc<DbInner>) -> Result<()> {
     let worker = inner.clone();
-    let handle = std::thread::Builder::new()
-        .name("strata-background".into())
-        .spawn(move || run(&worker))
-        .expect("spawning the background thread");
+    let handle = super::spawn_thread(&inner.dir, "strata-background", move || run(&worker))?;
     *inner.bg_thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
     maybe_schedule(inner, &inner.lock_state());
+    Ok(())
 }
 
 /// Wakes the background thread to look for work. Requires: the state mutex is held (the guard

@@ -116,12 +116,12 @@ impl BlobGcState {
 }
 
 /// Starts the garbage collection thread.
-pub(crate) fn start(inner: &Arc<DbInner>) -> JoinHandle<()> {
+///
+/// # Errors
+/// [`Error::Io`](crate::Error::Io) if the thread cannot be started.
+pub(crate) fn start(inner: &Arc<DbInner>) -> Result<JoinHandle<()>> {
     let worker = inner.clone();
-    std::thread::Builder::new()
-        .name("strata-blob-gc".into())
-        .spawn(move || run(&worker))
-        .expect("spawning the blob garbage collection thread")
+    super::spawn_thread(&inner.dir, "strata-blob-gc", move || run(&worker))
 }
 
 /// How often the thread looks for a file to rewrite when nothing wakes it.

@@ -318,11 +318,11 @@ impl ReplayedBlobs {
                 .sizes
                 .entry(pointer.file)
                 .or_insert_with(|| inner.env.file_size(&path).ok());
-            if !size.is_some_and(|len| pointer.fits_in(len)) {
+            let Some(size) = size.filter(|&len| pointer.fits_in(len)) else {
                 return Ok(false);
-            }
+            };
             let file = inner.blob_cache.file(pointer.file)?;
-            match read_value(&*file, &path, &pointer, true) {
+            match read_value(&*file, &path, size, &pointer, true) {
                 Ok(_) => {}
                 Err(e) if e.is_corruption() => return Ok(false),
                 Err(e) => return Err(e),
@@ -387,7 +387,11 @@ pub(crate) fn superseded_blob_values(
 ) -> Result<Vec<(u64, u64)>> {
     let ucmp = icmp.user_comparator();
     let mut garbage: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut count = |p: BlobPointer| *garbage.entry(p.file).or_default() += p.len;
+    // Lengths come from tables, untrusted: a count saturates (the file is all garbage).
+    let mut count = |p: BlobPointer| {
+        let bytes = garbage.entry(p.file).or_default();
+        *bytes = bytes.saturating_add(p.len);
+    };
     let mut iter = mem.iter();
     iter.seek_to_first();
     // The user key of the previous entry (one buffer, reused).

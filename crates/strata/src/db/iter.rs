@@ -515,6 +515,9 @@ pub struct RangeIter {
     back: Option<DbIterator>,
     start: Bound<Vec<u8>>,
     end: Bound<Vec<u8>>,
+    /// For [`Db::prefix`](crate::Db::prefix): only keys starting with it are returned, the
+    /// others within the bounds skipped (in an arbitrary order they need not be contiguous).
+    prefix: Option<Vec<u8>>,
     done: bool,
 }
 
@@ -550,56 +553,87 @@ impl RangeIter {
             back: None,
             start,
             end,
+            prefix: None,
             done: false,
         })
     }
 
+    /// The entries within the bounds whose keys start with `prefix`.
+    pub(crate) fn with_prefix(
+        inner: &Arc<DbInner>,
+        options: &ReadOptions<'_>,
+        start: Bound<Vec<u8>>,
+        end: Bound<Vec<u8>>,
+        prefix: Vec<u8>,
+    ) -> Result<RangeIter> {
+        let mut range = RangeIter::new(inner, options, start, end)?;
+        range.prefix = Some(prefix);
+        Ok(range)
+    }
+
     /// Returns the entry the front (`forward`) or back cursor stands on, or ends the range if
     /// that cursor ran out, passed the range's far bound, or reached the other end's last key.
+    /// Entries outside the prefix are stepped over, in the same direction.
     fn emit(&mut self, forward: bool) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
-        let (this, other) = if forward {
-            (&self.front, &self.back)
-        } else {
-            (&self.back, &self.front)
-        };
-        let this = this.as_ref().expect("the cursor was just positioned");
-        if !this.valid() {
-            let status = this.status();
-            return self.finish_with(status);
-        }
-        let ucmp = self.source.icmp.user_comparator();
-        let key = this.key();
-        let crossed = other.as_ref().is_some_and(|o| {
-            let order = ucmp.compare(key, o.key());
-            if forward {
-                order.is_ge()
+        loop {
+            let (this, other) = if forward {
+                (&self.front, &self.back)
             } else {
-                order.is_le()
+                (&self.back, &self.front)
+            };
+            let this = this.as_ref().expect("the cursor was just positioned");
+            if !this.valid() {
+                let status = this.status();
+                return self.finish_with(status);
             }
-        });
-        let outside = if forward {
-            match &self.end {
-                Bound::Unbounded => false,
-                Bound::Included(e) => ucmp.compare(key, e).is_gt(),
-                Bound::Excluded(e) => ucmp.compare(key, e).is_ge(),
-            }
-        } else {
-            match &self.start {
-                Bound::Unbounded => false,
-                Bound::Included(s) => ucmp.compare(key, s).is_lt(),
-                Bound::Excluded(s) => ucmp.compare(key, s).is_le(),
-            }
-        };
-        if crossed || outside {
-            self.done = true;
-            return None;
-        }
-        match this.try_value() {
-            Ok(value) => Some(Ok((key.to_vec(), value.to_vec()))),
-            Err(e) => {
+            let ucmp = self.source.icmp.user_comparator();
+            let key = this.key();
+            let crossed = other.as_ref().is_some_and(|o| {
+                let order = ucmp.compare(key, o.key());
+                if forward {
+                    order.is_ge()
+                } else {
+                    order.is_le()
+                }
+            });
+            let outside = if forward {
+                match &self.end {
+                    Bound::Unbounded => false,
+                    Bound::Included(e) => ucmp.compare(key, e).is_gt(),
+                    Bound::Excluded(e) => ucmp.compare(key, e).is_ge(),
+                }
+            } else {
+                match &self.start {
+                    Bound::Unbounded => false,
+                    Bound::Included(s) => ucmp.compare(key, s).is_lt(),
+                    Bound::Excluded(s) => ucmp.compare(key, s).is_le(),
+                }
+            };
+            if crossed || outside {
                 self.done = true;
-                Some(Err(e))
+                return None;
             }
+            if self.prefix.as_ref().is_some_and(|p| !key.starts_with(p)) {
+                let this = if forward {
+                    &mut self.front
+                } else {
+                    &mut self.back
+                };
+                let this = this.as_mut().expect("checked valid above");
+                if forward {
+                    this.next();
+                } else {
+                    this.prev();
+                }
+                continue;
+            }
+            return match this.try_value() {
+                Ok(value) => Some(Ok((key.to_vec(), value.to_vec()))),
+                Err(e) => {
+                    self.done = true;
+                    Some(Err(e))
+                }
+            };
         }
     }
 

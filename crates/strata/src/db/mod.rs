@@ -503,7 +503,15 @@ impl Db {
         RangeIter::new(&self.inner, options, Bound::Unbounded, Bound::Unbounded)
     }
 
-    /// The entries whose keys start with `prefix`, in key order; `.rev()` for descending order.
+    /// The entries whose keys start with the bytes `prefix`, in key order (the comparator's);
+    /// `.rev()` for descending order.
+    ///
+    /// With the bytewise comparator (the default), the scan seeks to `prefix` and stops at the
+    /// first key past it, reading only the keys it returns. With another comparator it reads
+    /// only the range its [`Comparator::prefix_range`](crate::Comparator::prefix_range) names,
+    /// skipping the keys there that do not start with `prefix`; a comparator that names no
+    /// range (the trait's default) costs a scan of every key in the database, since in an
+    /// arbitrary order the keys sharing a byte prefix need not be next to each other.
     /// # Example
     ///
     /// ```
@@ -518,8 +526,13 @@ impl Db {
     /// ```
     pub fn prefix(&self, options: &ReadOptions<'_>, prefix: &[u8]) -> Result<RangeIter> {
         use std::ops::Bound;
-        let end = prefix_successor(prefix).map_or(Bound::Unbounded, Bound::Excluded);
-        RangeIter::new(&self.inner, options, Bound::Included(prefix.to_vec()), end)
+        let (start, end) = self
+            .inner
+            .icmp
+            .user_comparator()
+            .prefix_range(prefix)
+            .unwrap_or((Bound::Unbounded, Bound::Unbounded));
+        RangeIter::with_prefix(&self.inner, options, start, end, prefix.to_vec())
     }
 
     /// Compacts the key range `[begin, end]` (open ends for `None`): flushes the memtable and
@@ -701,29 +714,35 @@ impl Db {
 
 impl Drop for Db {
     fn drop(&mut self) {
-        self.inner.shutting_down.store(true, Ordering::Release);
-        {
-            let _state = self.inner.lock_state();
-            self.inner.bg_work.notify_all();
-            self.inner.blob_gc_work.notify_all();
-        }
-        for thread in [&self.inner.blob_gc_thread, &self.inner.bg_thread] {
-            let handle = thread.lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let Some(handle) = handle {
-                let _ = handle.join();
-            }
-        }
+        self.inner.stop_threads();
         background::log_blob_changes_at_close(&self.inner);
     }
 }
 
-/// The shortest key greater than every key starting with `prefix`, or `None` if there is none
-/// (the prefix is empty or all 0xff).
-fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let i = prefix.iter().rposition(|&b| b != 0xff)?;
-    let mut end = prefix[..=i].to_vec();
-    end[i] += 1;
-    Some(end)
+#[cfg(test)]
+thread_local! {
+    /// In tests, the name of a thread whose spawning fails when this thread opens a database.
+    static FAIL_SPAWN: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
+}
+
+/// Starts a thread of the database in `dir`.
+///
+/// # Errors
+/// [`Error::Io`] (op `"spawn thread"`, naming the directory) if the system refuses a thread.
+pub(crate) fn spawn_thread(
+    dir: &Path,
+    name: &'static str,
+    run: impl FnOnce() + Send + 'static,
+) -> Result<JoinHandle<()>> {
+    #[cfg(test)]
+    if FAIL_SPAWN.get() == Some(name) {
+        let refused = std::io::Error::from(std::io::ErrorKind::WouldBlock);
+        return Err(Error::io(dir, "spawn thread", refused));
+    }
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(run)
+        .map_err(|e| Error::io(dir, "spawn thread", e))
 }
 
 impl DbInner {
@@ -795,6 +814,23 @@ impl DbInner {
         drop(std::mem::replace(view, current));
         let mut state = self.lock_state();
         background::delete_obsolete_files(self, &mut state);
+    }
+
+    /// Tells the background and blob garbage collection threads to stop, and waits until
+    /// they have (each holds the database, and with it `LOCK`, while it runs).
+    pub(crate) fn stop_threads(&self) {
+        self.shutting_down.store(true, Ordering::Release);
+        {
+            let _state = self.lock_state();
+            self.bg_work.notify_all();
+            self.blob_gc_work.notify_all();
+        }
+        for thread in [&self.blob_gc_thread, &self.bg_thread] {
+            let handle = thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(handle) = handle {
+                let _ = handle.join();
+            }
+        }
     }
 
     /// Wakes the background thread (taking the state mutex briefly).

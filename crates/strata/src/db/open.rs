@@ -156,19 +156,11 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
     });
     recover_logs(&inner)?;
     if !read_only {
-        background::start(&inner);
-        let has_blobs = !inner
-            .lock_state()
-            .versions
-            .current_ref()
-            .blob_files
-            .is_empty();
-        if has_blobs || inner.options.blob_threshold.is_some() {
-            let handle = super::blob_gc::start(&inner);
-            *inner
-                .blob_gc_thread
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()) = Some(handle);
+        if let Err(e) = start_threads(&inner) {
+            // The threads started hold the database (and `LOCK`): stop them, so that the
+            // failed open leaves nothing running and the lock is released with `inner`.
+            inner.stop_threads();
+            return Err(e);
         }
     }
     Ok(inner)
@@ -200,6 +192,26 @@ fn refuse_before_locking(
         return Err(no_current(dir, read_only));
     } else if env.exists(dir) {
         refuse_to_create_over_files(env, dir)?;
+    }
+    Ok(())
+}
+
+/// Starts the background thread, and the blob garbage collector if the database may have blob
+/// files. On an error, the threads already started are left running (the caller stops them).
+fn start_threads(inner: &Arc<DbInner>) -> Result<()> {
+    background::start(inner)?;
+    let has_blobs = !inner
+        .lock_state()
+        .versions
+        .current_ref()
+        .blob_files
+        .is_empty();
+    if has_blobs || inner.options.blob_threshold.is_some() {
+        let handle = super::blob_gc::start(inner)?;
+        *inner
+            .blob_gc_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(handle);
     }
     Ok(())
 }

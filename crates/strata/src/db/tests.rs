@@ -308,6 +308,70 @@ fn custom_comparator_orders_keys() {
     assert_eq!(scan(&Db::open(DIR, opts).unwrap()).len(), 3000);
 }
 
+/// Keys are a 4-byte user id then a time: users ascending, and each user's times descending
+/// (the newest first). A key's first 4 bytes are compared bytewise, the rest in reverse.
+struct UserTime;
+
+impl Comparator for UserTime {
+    fn name(&self) -> &str {
+        "test.UserTime"
+    }
+    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        let (ua, ta) = a.split_at(a.len().min(4));
+        let (ub, tb) = b.split_at(b.len().min(4));
+        ua.cmp(ub).then_with(|| tb.cmp(ta))
+    }
+    fn find_shortest_separator(&self, _: &mut Vec<u8>, _: &[u8]) {}
+    fn find_short_successor(&self, _: &mut Vec<u8>) {}
+}
+
+fn user_time_key(user: u32, time: u64) -> Vec<u8> {
+    [&user.to_be_bytes()[..], &time.to_be_bytes()].concat()
+}
+
+/// Regression (issue #15): `prefix` computed bytewise bounds under any comparator. Here a
+/// bare user id sorts after all of that user's keys, so `prefix(user 3)` returned user 4's.
+#[test]
+fn prefix_returns_exactly_the_keys_starting_with_it_under_a_custom_comparator() {
+    let env = MemEnv::new();
+    let db = Db::open(
+        DIR,
+        Options {
+            comparator: Arc::new(UserTime),
+            ..small_options(&env)
+        },
+    )
+    .unwrap();
+    for user in 1..=5u32 {
+        for time in 1..=4u64 {
+            db.put(&w(), &user_time_key(user, time), b"v").unwrap();
+        }
+    }
+    fn keys(range: impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>) -> Vec<Vec<u8>> {
+        range.map(|i| i.unwrap().0).collect()
+    }
+    let newest_first: Vec<Vec<u8>> = (1..=4u64).rev().map(|t| user_time_key(3, t)).collect();
+    let oldest_first: Vec<Vec<u8>> = newest_first.iter().rev().cloned().collect();
+    for flushed in [false, true] {
+        let prefix = 3u32.to_be_bytes();
+        assert_eq!(
+            keys(db.prefix(&r(), &prefix).unwrap()),
+            newest_first,
+            "{flushed}"
+        );
+        assert_eq!(
+            keys(db.prefix(&r(), &prefix).unwrap().rev()),
+            oldest_first,
+            "{flushed}"
+        );
+        // A prefix longer than the user id, and one every key has.
+        let with_time = [&prefix[..], &[0; 7]].concat();
+        assert_eq!(keys(db.prefix(&r(), &with_time).unwrap()), newest_first);
+        assert_eq!(keys(db.prefix(&r(), &[0, 0, 0]).unwrap()).len(), 20);
+        db.compact_range(None, None).unwrap();
+    }
+}
+
 #[test]
 fn oversized_keys_are_refused_and_nothing_is_applied() {
     let env = MemEnv::new();
@@ -871,4 +935,72 @@ fn tables_a_cursor_reads_stay_until_it_is_dropped_then_go() {
         on_disk, live,
         "tables left after the last cursor was dropped"
     );
+}
+
+/// Failing to start a thread panicked in open (`expect`). It is an I/O error, and the failed
+/// open leaves nothing running: a thread already started holds the database, and with it
+/// `LOCK`, so it is stopped and joined before open returns.
+#[test]
+fn a_thread_that_cannot_be_started_fails_the_open_and_leaves_nothing_running() {
+    let env = MemEnv::new();
+    let opts = Options {
+        blob_threshold: Some(1000),
+        ..options(&env)
+    };
+    for name in ["strata-background", "strata-blob-gc"] {
+        FAIL_SPAWN.set(Some(name));
+        let opened = Db::open(DIR, opts.clone());
+        FAIL_SPAWN.set(None);
+        let err = opened.unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { op: "spawn thread", path, .. } if path == Path::new(DIR)),
+            "{name}: {err}"
+        );
+        // Released: it opens again at once, and works.
+        let db = Db::open(DIR, opts.clone()).unwrap();
+        db.put(&w(), b"k", name.as_bytes()).unwrap();
+        assert_eq!(
+            db.get(&r(), b"k").unwrap().as_deref(),
+            Some(name.as_bytes())
+        );
+    }
+}
+
+/// A file whose number no database could have allocated (u64::MAX) is not the database's:
+/// opening marked every log and blob file number as used, `number + 1`, which overflowed (a
+/// panic in debug builds).
+#[test]
+fn a_file_numbered_beyond_any_database_is_left_alone() {
+    let env = MemEnv::new();
+    drop(Db::open(DIR, options(&env)).unwrap());
+    for name in ["18446744073709551615.log", "18446744073709551615.blob"] {
+        let path = Path::new(DIR).join(name);
+        crate::env::write_file(&env, &path, b"not ours", true).unwrap();
+    }
+    let db = Db::open(DIR, options(&env)).unwrap();
+    db.put(&w(), b"k", b"v").unwrap();
+    drop(db);
+    let db = Db::open(DIR, options(&env)).unwrap();
+    assert_eq!(db.get(&r(), b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    assert!(env.exists(&Path::new(DIR).join("18446744073709551615.log")));
+}
+
+/// A logged batch whose sequence numbers run past the largest (crafted, with a good
+/// checksum) is corruption naming the log; replaying it overflowed `seqno + count` (a panic in
+/// debug builds).
+#[test]
+fn a_logged_batch_with_sequence_numbers_past_the_largest_is_corruption() {
+    let env = MemEnv::new();
+    drop(Db::open(DIR, options(&env)).unwrap());
+    let path = Path::new(DIR).join("000099.log");
+    let mut log = LogWriter::new(env.new_writable_file(&path).unwrap());
+    let mut batch = WriteBatch::new();
+    batch.put(b"k", b"v");
+    batch.set_seqno(u64::MAX);
+    log.add_record(batch.encoded()).unwrap();
+    log.sync().unwrap();
+    match Db::open(DIR, options(&env)) {
+        Err(Error::Corruption { file, offset, .. }) => assert_eq!((file, offset), (path, 0)),
+        other => panic!("expected corruption, got {:?}", other.map(|_| ())),
+    }
 }

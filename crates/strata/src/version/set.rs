@@ -183,6 +183,22 @@ pub(crate) fn replay_manifest(
     let log_number = log_number.ok_or_else(|| missing("MANIFEST has no log-number entry"))?;
     let last_sequence =
         last_sequence.ok_or_else(|| missing("MANIFEST has no last-sequence entry"))?;
+    if last_sequence > crate::key::MAX_SEQNO {
+        return Err(Error::corruption(
+            &path,
+            0,
+            format!("MANIFEST's last sequence number {last_sequence} is past the largest"),
+        ));
+    }
+    for n in [next_file_number, log_number, prev_log_number.unwrap_or(0)] {
+        if n > filename::MAX_FILE_NUMBER {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!("MANIFEST names file number {n}, beyond any database's"),
+            ));
+        }
+    }
     Ok(ManifestReplay {
         version: builder.finish(&path)?,
         compact_pointers,
@@ -310,6 +326,18 @@ impl<'a> Builder<'a> {
     /// The new version. Level 0 is kept in file-number order; deeper levels by smallest key,
     /// and they must not overlap.
     fn finish(self, manifest: &Path) -> Result<Version> {
+        // Compaction sums the sizes of any set of live tables: their total must fit a u64.
+        let mut sizes = self.levels.iter().flat_map(|level| level.values());
+        if sizes
+            .try_fold(0u64, |total, f| total.checked_add(f.file_size))
+            .is_none()
+        {
+            return Err(Error::corruption(
+                manifest,
+                0,
+                "the sizes of the tables the MANIFEST lists add up to more than a u64 counts",
+            ));
+        }
         let mut files: [Vec<Arc<LiveFile>>; NUM_LEVELS] = Default::default();
         for (level, map) in self.levels.into_iter().enumerate() {
             let mut list: Vec<Arc<LiveFile>> = map.into_values().collect();
@@ -728,6 +756,72 @@ mod tests {
                 assert_eq!(offset, 0);
             }
             other => panic!("expected corruption, got {:?}", other.map(|_| ())),
+        }
+    }
+
+    /// Regression (issue #15): MANIFEST counters and sizes were trusted in arithmetic: a
+    /// next-file number of u64::MAX overflowed `next_file + 1`, a log number of u64::MAX
+    /// overflowed marking it used, and table sizes summing past u64::MAX overflowed the
+    /// compaction score (each a panic in debug builds).
+    #[test]
+    fn manifest_numbers_and_sizes_that_would_overflow_are_corruption() {
+        let ikey = |u: &[u8]| {
+            let mut k = Vec::new();
+            append_internal_key(&mut k, u, 1, ValueKind::Value);
+            k
+        };
+        let mut huge_tables = full_edit();
+        for (n, (a, b)) in [(5, (&b"a"[..], &b"b"[..])), (6, (&b"c"[..], &b"d"[..]))] {
+            let meta = FileMetaData {
+                number: n,
+                file_size: 1 << 63,
+                smallest: ikey(a),
+                largest: ikey(b),
+            };
+            huge_tables.new_files.push((1, meta));
+        }
+        for (edit, reason) in [
+            (
+                VersionEdit {
+                    next_file_number: Some(u64::MAX),
+                    ..full_edit()
+                },
+                "file number 18446744073709551615",
+            ),
+            (
+                VersionEdit {
+                    log_number: Some(u64::MAX),
+                    ..full_edit()
+                },
+                "file number 18446744073709551615",
+            ),
+            (
+                VersionEdit {
+                    prev_log_number: Some(crate::filename::MAX_FILE_NUMBER + 1),
+                    ..full_edit()
+                },
+                "file number 9223372036854775808",
+            ),
+            (huge_tables, "add up to more than a u64"),
+            (
+                VersionEdit {
+                    last_sequence: Some(crate::key::MAX_SEQNO + 1),
+                    ..full_edit()
+                },
+                "last sequence number 72057594037927936",
+            ),
+        ] {
+            let env = env_with_current(b"MANIFEST-000002\n");
+            write_manifest(&env, &[edit]);
+            match recover(&env) {
+                Err(Error::Corruption {
+                    file, reason: got, ..
+                }) => {
+                    assert_eq!(file, Path::new("/db/MANIFEST-000002"));
+                    assert!(got.contains(reason), "{got}");
+                }
+                other => panic!("expected corruption, got {:?}", other.map(|_| ())),
+            }
         }
     }
 
