@@ -26,7 +26,7 @@ work=$(mktemp -d)
 mnt=$work/mnt
 mkdir -p "$mnt"
 trap 'umount "$mnt" 2>/dev/null || true; rm -rf "$work"' EXIT
-awk 'BEGIN { for (i = 0; i < 200000; i++) printf "key%08d\tvalue-%08d-%s\n", i, i, "abcdefghijklmnopqrstuvwxyz0123456789" }' >"$work/in.tsv"
+awk 'BEGIN { srand(7); for (i = 0; i < 200000; i++) { v = ""; for (j = 0; j < 6; j++) v = v sprintf("%08x", int(rand() * 4294967296)); printf "key%08d\t%s\n", i, v } }' >"$work/in.tsv"
 
 full=0 fitted=0 bad=0
 for i in $(seq 1 "$runs"); do
@@ -37,11 +37,16 @@ for i in $(seq 1 "$runs"); do
   else
     full=$((full + 1))
   fi
-  mount -o remount,size=64m "$mnt"
   ok=1
+  # Checked on the full disk (check writes nothing), then with room again: the database must
+  # open for writing too, which replays its log into a new table.
   if ! "$strata" check "$mnt/db" >"$work/check.out" 2>&1; then
     echo "run $i (${size} KiB): check failed: $(tail -1 "$work/check.out") (load: $(tail -1 "$work/load.err"))"
     ok=0
+  fi
+  mount -o remount,size=64m "$mnt"
+  if [ "$ok" = 0 ]; then
+    :
   elif ! "$strata" export "$mnt/db" "$work/out.tsv" 2>"$work/export.err"; then
     echo "run $i (${size} KiB): export failed: $(tail -1 "$work/export.err")"
     ok=0
@@ -49,6 +54,9 @@ for i in $(seq 1 "$runs"); do
     n=$(wc -l <"$work/out.tsv")
     if ! head -n "$n" "$work/in.tsv" | cmp -s - "$work/out.tsv"; then
       echo "run $i (${size} KiB): the $n entries are not a prefix of the input"
+      ok=0
+    elif ! "$strata" put "$mnt/db" zz-probe x >/dev/null 2>"$work/put.err"; then
+      echo "run $i (${size} KiB): does not open for writing: $(tail -1 "$work/put.err")"
       ok=0
     fi
   fi
