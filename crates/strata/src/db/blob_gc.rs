@@ -211,7 +211,8 @@ fn estimate_unflushed_garbage(inner: &DbInner, pace: &mut EstimatePace) -> Resul
             newest_older_pointer(inner, older_mem, &view.version, &[], key)
         })?;
         for (file, bytes) in garbage {
-            *estimate.entry(file).or_default() += bytes;
+            let total = estimate.entry(file).or_default();
+            *total = total.saturating_add(bytes);
         }
     }
     pace.appended_bytes = appended;
@@ -325,7 +326,8 @@ fn candidates<'s>(
         .filter(move |b| b.meta.value_bytes > 0 && !queued(b.meta.number))
         .map(move |b| {
             let unflushed = gc.unflushed_garbage.get(&b.meta.number).copied();
-            let garbage = b.garbage_bytes + unflushed.unwrap_or(0);
+            // Counts come from the MANIFEST and from pointer lengths: saturate, never panic.
+            let garbage = b.garbage_bytes.saturating_add(unflushed.unwrap_or(0));
             (1.0 - garbage as f64 / b.meta.value_bytes as f64, garbage, b)
         })
         .filter(|&(live, _, _)| live < inner.options.blob_gc_live_ratio)
@@ -347,12 +349,13 @@ fn pick(inner: &DbInner, state: &super::DbState, wanted: impl Fn(u64) -> bool) -
         .collect();
     found.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut picked = Vec::new();
-    let mut live_total = 0;
+    let mut live_total: u64 = 0;
     for (_, live_bytes, number) in found.into_iter().take(MAX_FILES_PER_REWRITE) {
-        if !picked.is_empty() && live_total + live_bytes > inner.options.blob_file_size as u64 {
+        let with = live_total.saturating_add(live_bytes);
+        if !picked.is_empty() && with > inner.options.blob_file_size as u64 {
             break;
         }
-        live_total += live_bytes;
+        live_total = with;
         picked.push(number);
     }
     picked
