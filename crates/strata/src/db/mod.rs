@@ -19,7 +19,9 @@
 mod background;
 mod blob_gc;
 mod blobs;
+mod flush;
 mod iter;
+mod obsolete;
 mod open;
 mod poison;
 mod properties;
@@ -813,7 +815,7 @@ impl DbInner {
         }
         drop(std::mem::replace(view, current));
         let mut state = self.lock_state();
-        background::delete_obsolete_files(self, &mut state);
+        obsolete::delete_obsolete_files(self, &mut state);
     }
 
     /// Tells the background and blob garbage collection threads to stop, and waits until

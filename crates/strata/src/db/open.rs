@@ -15,7 +15,8 @@ use crate::blob::BlobCache;
 /// Blob files kept open for reads (each one descriptor).
 const BLOB_FILES_OPEN: usize = 64;
 
-use super::background::{self, write_level0_table};
+use super::background;
+use super::flush::write_level0_table;
 use super::{DbInner, DbState, LevelStats, ReadView};
 use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, TableCache};
@@ -489,7 +490,7 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
     state.versions.log_and_apply(&mut edit)?;
     inner.publish_view(&state);
     info!(inner, "recovered {} log(s); log {log_number}", logs.len());
-    background::delete_obsolete_files(inner, &mut state);
+    super::obsolete::delete_obsolete_files(inner, &mut state);
     Ok(())
 }
 

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Deleting the files no version, pending output or live log needs.
+//!
+//! Runs under the state mutex, from the background thread after a flush, compaction or blob
+//! change is installed (once the job has let go of the version it started from), from open,
+//! and from a reader's thread when a cursor that held an old version is dropped
+//! (`DbInner::release_view`). Nothing is deleted after a background error: what is live can
+//! then not be known for sure.
+
+use std::collections::HashSet;
+
+use super::open::info;
+use super::{DbInner, DbState};
+use crate::filename::{self, FileKind};
+
+/// Deletes every file of the database that no version, pending output or live log needs.
+/// Does nothing after a background error: what is live can then not be known for sure.
+pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
+    if state.bg_error.is_some() || inner.read_only {
+        return;
+    }
+    let mut live: HashSet<u64> = state.pending_outputs.clone();
+    state.versions.add_live_files(&mut live);
+    let log_number = state.versions.log_number;
+    let prev_log_number = state.versions.prev_log_number;
+    let manifest_number = state.versions.manifest_file_number;
+    let Ok(names) = inner.env.children(&inner.dir) else {
+        return;
+    };
+    for name in names {
+        let keep = match filename::parse_file_name(&name) {
+            None => true,
+            Some((kind, n)) => match kind {
+                FileKind::Log => n >= log_number || n == prev_log_number,
+                FileKind::Manifest => n >= manifest_number,
+                FileKind::Table | FileKind::Temp => live.contains(&n),
+                FileKind::Current | FileKind::Lock | FileKind::InfoLog => true,
+                // Blob files of unflushed memtables and of garbage collection outputs are
+                // pending outputs; the others are live while some live version lists them.
+                FileKind::Blob => live.contains(&n),
+            },
+        };
+        if keep {
+            continue;
+        }
+        match filename::parse_file_name(&name) {
+            Some((FileKind::Table, n)) => inner.table_cache.evict(n),
+            Some((FileKind::Blob, n)) => inner.blob_cache.evict(n),
+            _ => {}
+        }
+        match inner.env.remove_file(&inner.dir.join(&name)) {
+            Ok(()) => info!(inner, "deleted obsolete file {name}"),
+            Err(e) => info!(inner, "could not delete obsolete file {name}: {e}"),
+        }
+    }
+}
