@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! Compaction: choosing what to merge ([`picker`]) and the plan it returns ([`Compaction`]).
-//! Running a plan (merging tables, writing outputs) is the database's background job.
+//! Compaction: choosing what to merge ([`picker`], pure: it reads a version), the plan it
+//! returns ([`Compaction`]), and running a plan ([`job`]: merging tables, writing outputs).
+//! Installing the result is the database's background thread's.
 
+pub(crate) mod job;
 pub(crate) mod picker;
 
 use std::cmp::Ordering;

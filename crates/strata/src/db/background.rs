@@ -22,15 +22,11 @@ use super::obsolete::delete_obsolete_files;
 use super::open::info;
 use super::poison::PoisonOnUnwind;
 use super::{DbInner, DbState, ManualCompaction};
+use crate::compaction::job::{self, JobFiles, JobHost};
 use crate::compaction::{picker, Compaction};
 use crate::error::{Error, Result};
-use crate::filename;
-use crate::iter::{BoxedIter, InternalIterator, MergingIter};
-use crate::key::{append_internal_key, user_key, ParsedInternalKey, ValueKind, MAX_SEQNO};
-use crate::table::{BlockReadOptions, TableBuilder};
-use crate::version::set::new_table_meta;
-use crate::version::version::LevelIter;
-use crate::version::{FileMetaData, VersionEdit, NUM_LEVELS};
+use crate::key::{append_internal_key, user_key, ValueKind, MAX_SEQNO};
+use crate::version::{VersionEdit, NUM_LEVELS};
 
 pub(crate) type Guard<'a> = MutexGuard<'a, DbState>;
 
@@ -257,6 +253,31 @@ fn manual_step<'a>(inner: &'a Arc<DbInner>, state: Guard<'a>) -> Guard<'a> {
     state
 }
 
+/// The database's side of a compaction job.
+struct DbJobHost<'a>(&'a Arc<DbInner>);
+
+impl JobHost for DbJobHost<'_> {
+    fn new_output_number(&self) -> u64 {
+        let mut state = self.0.lock_state();
+        let n = state.versions.new_file_number();
+        state.pending_outputs.insert(n);
+        n
+    }
+
+    fn stopping(&self) -> bool {
+        self.0.shutting_down.load(Ordering::Acquire)
+    }
+
+    fn between_entries(&self) {
+        let inner = self.0;
+        if inner.has_imm.load(Ordering::Acquire) {
+            let state = inner.lock_state();
+            drop(flush_memtable(inner, state));
+            inner.bg_done.notify_all();
+        }
+    }
+}
+
 /// Runs a compaction plan and installs its result.
 fn run_compaction<'a>(
     inner: &'a Arc<DbInner>,
@@ -292,7 +313,20 @@ fn run_compaction<'a>(
     state.compacting = true;
     drop(state);
     let mut outputs = Vec::new();
-    let work = compaction_work(inner, &mut c, smallest_snapshot, &mut outputs);
+    let files = JobFiles {
+        env: &*inner.env,
+        dir: &inner.dir,
+        table_cache: &inner.table_cache,
+        icmp: &inner.icmp,
+        table_options: inner.options.table_options(),
+    };
+    let work = job::run(
+        &DbJobHost(inner),
+        &files,
+        &mut c,
+        smallest_snapshot,
+        &mut outputs,
+    );
     let mut state = inner.lock_state();
     state.compacting = false;
     // The outputs stay pending outputs until the edit that lists them is installed (see
@@ -330,153 +364,6 @@ fn run_compaction<'a>(
         state.pending_outputs.remove(n);
     }
     state
-}
-
-/// A cursor over every input of a compaction, merged.
-fn input_iterator(inner: &DbInner, c: &Compaction) -> Result<MergingIter> {
-    let options = BlockReadOptions {
-        verify_checksums: true,
-        fill_cache: false,
-    };
-    let mut children: Vec<BoxedIter> = Vec::new();
-    for which in 0..2 {
-        let level = c.level + which;
-        if level == 0 {
-            for f in &c.inputs[which] {
-                let table = inner.table_cache.get(f.number, f.file_size)?;
-                children.push(Box::new(table.iter(options)));
-            }
-        } else if !c.inputs[which].is_empty() {
-            children.push(Box::new(LevelIter::new(
-                inner.icmp.clone(),
-                c.inputs[which].clone(),
-                inner.table_cache.clone(),
-                options,
-            )));
-        }
-    }
-    let icmp: Arc<dyn crate::comparator::Comparator> = Arc::new(inner.icmp.clone());
-    Ok(MergingIter::new(icmp, children))
-}
-
-/// An output table being written.
-struct Output {
-    number: u64,
-    builder: TableBuilder,
-    smallest: Vec<u8>,
-    largest: Vec<u8>,
-}
-
-/// Merges the inputs into output tables, dropping what no snapshot can see. Returns false if
-/// it stopped because the database is shutting down.
-fn compaction_work(
-    inner: &Arc<DbInner>,
-    c: &mut Compaction,
-    smallest_snapshot: u64,
-    outputs: &mut Vec<FileMetaData>,
-) -> Result<bool> {
-    let mut input = input_iterator(inner, c)?;
-    input.seek_to_first();
-    let ucmp = inner.icmp.user_comparator().clone();
-    let mut current: Option<Output> = None;
-    let mut current_user_key: Option<Vec<u8>> = None;
-    let mut last_seqno_for_key = MAX_SEQNO;
-    let result = (|| -> Result<bool> {
-        while input.valid() {
-            if inner.shutting_down.load(Ordering::Acquire) {
-                return Ok(false);
-            }
-            if inner.has_imm.load(Ordering::Acquire) {
-                let state = inner.lock_state();
-                drop(flush_memtable(inner, state));
-                inner.bg_done.notify_all();
-            }
-            let key = input.key();
-            if c.should_stop_before(key) && current.is_some() {
-                finish_output(inner, current.take().expect("checked"), outputs)?;
-            }
-            let parsed = ParsedInternalKey::parse(key).ok_or_else(|| {
-                Error::corruption(&inner.dir, 0, "compaction input holds a malformed key")
-            })?;
-            let new_key = current_user_key
-                .as_deref()
-                .is_none_or(|k| ucmp.compare(parsed.user_key, k).is_ne());
-            if new_key {
-                current_user_key = Some(parsed.user_key.to_vec());
-                last_seqno_for_key = MAX_SEQNO;
-            }
-            // (A) a newer entry for this key is visible to every snapshot, so this one is
-            // hidden from all of them; (B) a tombstone every snapshot sees, with nothing older
-            // below to hide, hides nothing.
-            let drop = last_seqno_for_key <= smallest_snapshot
-                || (parsed.kind == ValueKind::Deletion
-                    && parsed.seqno <= smallest_snapshot
-                    && c.is_base_level_for_key(parsed.user_key));
-            last_seqno_for_key = parsed.seqno;
-            if !drop {
-                if current.is_none() {
-                    current = Some(open_output(inner)?);
-                }
-                let out = current.as_mut().expect("opened above");
-                if out.builder.entry_count() == 0 {
-                    out.smallest = key.to_vec();
-                }
-                out.largest.clear();
-                out.largest.extend_from_slice(key);
-                out.builder.add(key, input.value())?;
-                if out.builder.file_size() >= c.max_output_file_size {
-                    finish_output(inner, current.take().expect("checked"), outputs)?;
-                }
-            }
-            input.next();
-        }
-        input.status()?;
-        if let Some(out) = current.take() {
-            finish_output(inner, out, outputs)?;
-        }
-        Ok(true)
-    })();
-    if !matches!(result, Ok(true)) {
-        // Outputs of a failed or abandoned compaction are not installed; remove them now
-        // (the next open would otherwise).
-        for o in outputs.iter() {
-            inner.table_cache.evict(o.number);
-            let _ = inner
-                .env
-                .remove_file(&filename::table_file(&inner.dir, o.number));
-        }
-        if let Some(out) = current {
-            let _ = inner
-                .env
-                .remove_file(&filename::table_file(&inner.dir, out.number));
-        }
-    }
-    result
-}
-
-fn open_output(inner: &DbInner) -> Result<Output> {
-    let number = {
-        let mut state = inner.lock_state();
-        let n = state.versions.new_file_number();
-        state.pending_outputs.insert(n);
-        n
-    };
-    let file = inner
-        .env
-        .new_writable_file(&filename::table_file(&inner.dir, number))?;
-    Ok(Output {
-        number,
-        builder: TableBuilder::new(inner.options.table_options(), file),
-        smallest: Vec::new(),
-        largest: Vec::new(),
-    })
-}
-
-fn finish_output(inner: &DbInner, out: Output, outputs: &mut Vec<FileMetaData>) -> Result<()> {
-    let size = out.builder.finish(true)?;
-    inner.table_cache.get(out.number, size)?;
-    outputs.push(new_table_meta(out.number, size, out.smallest, out.largest));
-    Ok(())
 }
 
 /// Flushes the memtable and compacts the user-key range `[begin, end]` level by level down to
