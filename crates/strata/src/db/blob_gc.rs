@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 use super::blobs::{newest_older_pointer, superseded_blob_values};
 use super::open::info;
 use super::poison::PoisonOnUnwind;
-use super::write::{append_to_log, sync_log, PendingWrite};
+use super::write::{append_to_log, leave_front, sync_log, wait_for_turn, PendingWrite};
 use super::DbInner;
 use crate::batch::WriteBatch;
 use crate::blob::{BlobFileWriter, BlobPointer, BlobScanner};
@@ -589,11 +589,9 @@ fn add_and_wait(inner: &DbInner, meta: BlobFileMeta) -> Result<()> {
 /// batch). Returns the batch's last seqno and the value bytes of the moves skipped.
 fn relocate(inner: &Arc<DbInner>, moves: &[Move]) -> Result<(SeqNo, u64)> {
     let me = Arc::new(PendingWrite::marker());
-    let mut state = inner.lock_state();
-    state.writers.push_back(me.clone());
-    while !Arc::ptr_eq(state.writers.front().expect("queued"), &me) {
-        state = me.wait(state);
-    }
+    let Ok(state) = wait_for_turn(inner, &me) else {
+        unreachable!("a marker is never taken into a group")
+    };
     let started = match &state.bg_error {
         Some(e) => Err(e.clone()),
         None => Ok((state.versions.last_sequence + 1, state.mem.clone())),
@@ -636,9 +634,6 @@ fn relocate(inner: &Arc<DbInner>, moves: &[Move]) -> Result<(SeqNo, u64)> {
             inner.set_error(&mut state, e);
         }
     }
-    state.writers.pop_front();
-    if let Some(next) = state.writers.front() {
-        next.notify();
-    }
+    leave_front(&mut state, 1, None);
     result
 }

@@ -13,7 +13,9 @@ use super::background::{log_and_apply_unlocked, record_error, Guard};
 use super::blobs::{may_supersede_blob_values, newest_older_pointer, superseded_blob_values};
 use super::obsolete::delete_obsolete_files;
 use super::open::info;
-use super::write::{make_room_for_write, wait_for_background, PendingWrite};
+use super::write::{
+    leave_front, make_room_for_write, wait_for_background, wait_for_turn, PendingWrite,
+};
 use super::{DbInner, DbState};
 use crate::error::Result;
 use crate::filename;
@@ -186,21 +188,16 @@ pub(crate) fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) 
 /// the old one), then waits until it is flushed.
 pub(crate) fn flush_now(inner: &Arc<DbInner>) -> Result<()> {
     let me = Arc::new(PendingWrite::marker());
-    let mut state = inner.lock_state();
-    state.writers.push_back(me.clone());
-    while !Arc::ptr_eq(state.writers.front().expect("queued"), &me) {
-        state = me.wait(state);
-    }
+    let Ok(state) = wait_for_turn(inner, &me) else {
+        unreachable!("a marker is never taken into a group")
+    };
     let empty = state.mem.is_empty();
     let (mut state, result) = if empty {
         (state, Ok(()))
     } else {
         make_room_for_write(inner, state, true)
     };
-    state.writers.pop_front();
-    if let Some(next) = state.writers.front() {
-        next.notify();
-    }
+    leave_front(&mut state, 1, None);
     result?;
     while state.imm.is_some() {
         if let Some(e) = &state.bg_error {

@@ -15,6 +15,7 @@
 //! dropped (the guard takes the state mutex). Declare it before any state guard of the same
 //! scope, and end its scope before re-locking.
 
+use super::write::leave_front;
 use super::DbInner;
 use crate::error::Error;
 
@@ -57,14 +58,7 @@ impl Drop for PoisonOnUnwind<'_> {
         let mut state = inner.lock_state();
         inner.set_error(&mut state, &Error::poisoned(self.context));
         let error = state.bg_error.clone().expect("set above");
-        for _ in 0..self.leading {
-            if let Some(w) = state.writers.pop_front() {
-                w.fail(error.clone());
-            }
-        }
-        if let Some(next) = state.writers.front() {
-            next.notify();
-        }
+        leave_front(&mut state, self.leading, Some(&Err(error)));
         inner.bg_work.notify_all();
         inner.blob_gc_work.notify_all();
         super::open::info!(

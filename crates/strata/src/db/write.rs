@@ -49,7 +49,8 @@ pub(crate) struct PendingWrite {
 }
 
 impl PendingWrite {
-    /// A queue entry that writes nothing: it holds the queue for a memtable switch.
+    /// A queue entry that writes nothing: it holds the front of the queue for a memtable
+    /// switch on request or a blob relocation, and is never taken into a group.
     pub(crate) fn marker() -> Self {
         PendingWrite {
             batch: Mutex::new(WriteBatch::new()),
@@ -59,22 +60,6 @@ impl PendingWrite {
             outcome: std::sync::OnceLock::new(),
             wake: Condvar::new(),
         }
-    }
-
-    /// Waits to be woken, with the state mutex released.
-    pub(crate) fn wait<'a>(&self, state: MutexGuard<'a, DbState>) -> MutexGuard<'a, DbState> {
-        self.wake.wait(state).unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Wakes this writer.
-    pub(crate) fn notify(&self) {
-        self.wake.notify_one();
-    }
-
-    /// Completes this writer with `error` and wakes it.
-    pub(crate) fn fail(&self, error: Error) {
-        let _ = self.outcome.set(Err(error));
-        self.wake.notify_one();
     }
 }
 
@@ -133,18 +118,51 @@ pub(crate) fn write(inner: &Arc<DbInner>, options: &WriteOptions, batch: WriteBa
         outcome: std::sync::OnceLock::new(),
         wake: Condvar::new(),
     });
+    match wait_for_turn(inner, &me) {
+        Ok(state) => lead_group(inner, state, &me),
+        Err(outcome) => outcome,
+    }
+}
+
+/// Queues `me` at the back of the writer queue and waits until it is at the front (returning
+/// the state guard: the caller now leads, and must [`leave_front`]), or until the leader of a
+/// group that took it in has completed it (returning its outcome). A marker is never taken
+/// into a group: it always reaches the front.
+///
+/// The writer queue is the one order of writes: only its front entry appends to the log,
+/// switches the memtable or relocates blob values, so nothing else does meanwhile.
+pub(crate) fn wait_for_turn<'a>(
+    inner: &'a DbInner,
+    me: &Arc<PendingWrite>,
+) -> std::result::Result<MutexGuard<'a, DbState>, Result<()>> {
     let mut state = inner.lock_state();
     state.writers.push_back(me.clone());
     loop {
         if let Some(outcome) = me.outcome.get() {
-            return outcome.clone();
+            return Err(outcome.clone());
         }
-        if Arc::ptr_eq(state.writers.front().expect("queued above"), &me) {
-            break;
+        if Arc::ptr_eq(state.writers.front().expect("queued above"), me) {
+            return Ok(state);
         }
         state = me.wake.wait(state).unwrap_or_else(|e| e.into_inner());
     }
-    lead_group(inner, state, &me)
+}
+
+/// Takes the first `count` entries off the writer queue (the caller's, led by it, its own
+/// first), completes each with `outcome` if one is given, and wakes the entry now at the front.
+pub(crate) fn leave_front(state: &mut DbState, count: usize, outcome: Option<&Result<()>>) {
+    for _ in 0..count {
+        let Some(w) = state.writers.pop_front() else {
+            break;
+        };
+        if let Some(outcome) = outcome {
+            let _ = w.outcome.set(outcome.clone());
+        }
+        w.wake.notify_one();
+    }
+    if let Some(next) = state.writers.front() {
+        next.wake.notify_one();
+    }
 }
 
 /// Commits the group led by `leader` (the front writer) and returns the leader's outcome.
@@ -158,10 +176,7 @@ fn lead_group(
         Ok(()) => plan_group(&state),
         Err(e) => {
             // Nothing was written: fail the leader alone and let the next writer try.
-            state.writers.pop_front();
-            if let Some(next) = state.writers.front() {
-                next.wake.notify_one();
-            }
+            leave_front(&mut state, 1, None);
             return Err(e);
         }
     };
@@ -202,16 +217,8 @@ fn lead_group(
             inner.set_error(&mut state, e);
         }
     }
-    for _ in 0..members {
-        let w = state.writers.pop_front().expect("group members are queued");
-        if !Arc::ptr_eq(&w, leader) {
-            let _ = w.outcome.set(result.clone());
-            w.wake.notify_one();
-        }
-    }
-    if let Some(next) = state.writers.front() {
-        next.wake.notify_one();
-    }
+    debug_assert!(Arc::ptr_eq(&state.writers[0], leader));
+    leave_front(&mut state, members, Some(&result));
     result
 }
 
