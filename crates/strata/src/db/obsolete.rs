@@ -21,8 +21,6 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
     }
     let mut live: HashSet<u64> = state.pending_outputs.clone();
     state.versions.add_live_files(&mut live);
-    let log_number = state.versions.log_number;
-    let prev_log_number = state.versions.prev_log_number;
     let manifest_number = state.versions.manifest_file_number;
     let Ok(names) = inner.env.children(&inner.dir) else {
         return;
@@ -31,7 +29,7 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
         let keep = match filename::parse_file_name(&name) {
             None => true,
             Some((kind, n)) => match kind {
-                FileKind::Log => n >= log_number || n == prev_log_number,
+                FileKind::Log => state.versions.log_is_live(n),
                 FileKind::Manifest => n >= manifest_number,
                 FileKind::Table | FileKind::Temp => live.contains(&n),
                 FileKind::Current | FileKind::Lock | FileKind::InfoLog => true,

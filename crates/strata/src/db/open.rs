@@ -376,12 +376,11 @@ fn check_tables_exist(env: &dyn Env, dir: &Path, versions: &VersionSet) -> Resul
 /// Replays the logs the MANIFEST does not cover, starts a new log, and records the new state.
 fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
     let mut state = inner.lock_state();
-    let (log_number, prev_log_number) = (state.versions.log_number, state.versions.prev_log_number);
     let names = inner.env.children(&inner.dir)?;
     let mut logs: Vec<u64> = names
         .iter()
         .filter_map(|name| match filename::parse_file_name(name) {
-            Some((FileKind::Log, n)) if n >= log_number || n == prev_log_number => Some(n),
+            Some((FileKind::Log, n)) if state.versions.log_is_live(n) => Some(n),
             _ => None,
         })
         .collect();

@@ -101,11 +101,17 @@ pub(crate) struct ManifestReplay {
     pub(crate) torn_tail: bool,
 }
 
+/// The one rule for which logs hold writes no table has yet: log `number` is live if it is not
+/// older than the MANIFEST's log number, or it is the MANIFEST's previous log (0: none).
+/// Opening replays exactly these, obsolete-file deletion keeps them, and `check` reads them.
+pub(crate) fn log_is_live(number: u64, log_number: u64, prev_log_number: u64) -> bool {
+    number >= log_number || (prev_log_number != 0 && number == prev_log_number)
+}
+
 impl ManifestReplay {
-    /// True if opening the database replays log `number`: it is not older than the log the
-    /// MANIFEST names as live, or it is the previous log.
+    /// True if opening the database replays log `number` (see [`log_is_live`]).
     pub(crate) fn log_is_live(&self, number: u64) -> bool {
-        number >= self.log_number || (number != 0 && number == self.prev_log_number)
+        log_is_live(number, self.log_number, self.prev_log_number)
     }
 }
 
@@ -397,6 +403,11 @@ impl VersionSet {
     /// The current version, borrowed.
     pub(crate) fn current_ref(&self) -> &Version {
         &self.current
+    }
+
+    /// True if log `number` holds writes no table has yet (see [`log_is_live`]).
+    pub(crate) fn log_is_live(&self, number: u64) -> bool {
+        log_is_live(number, self.log_number, self.prev_log_number)
     }
 
     /// A new file number.
