@@ -402,22 +402,58 @@ fn salvage_blocks_without_index(
     icmp: &InternalKeyComparator,
     visit: &mut dyn FnMut(&[u8], &[u8]),
 ) {
-    let Ok(len) = usize::try_from(size) else {
+    let Some(bytes) = read_whole_file(file, size) else {
         return;
     };
-    let mut bytes = vec![0u8; len];
-    if file.read_exact_at(0, &mut bytes).is_err() {
-        return;
+    let footer = TrustedFooter::from_table(&bytes, size);
+    let salvage = BlockSalvage {
+        file,
+        path: Arc::from(path),
+        icmp,
+        cmp: Arc::new(icmp.clone()),
+        data_end: footer.data_end,
+    };
+    let named = footer
+        .index
+        .map_or_else(Vec::new, |index| salvage.index_handles(index, size));
+    for &handle in &named {
+        salvage.visit_data_block(handle, None, &[], visit);
     }
-    let cmp: Arc<dyn Comparator> = Arc::new(icmp.clone());
-    let path: Arc<Path> = Arc::from(path);
-    // Everything at or after the metaindex (filter, metaindex, index) is not data.
-    let mut data_end = size;
-    let mut named: Vec<BlockHandle> = Vec::new();
-    if len >= FOOTER_SIZE {
-        // The footer's handles are trusted only where they fit the layout every table has:
-        // data blocks, filter, metaindex, index, footer, one after the other. A handle whose
-        // end overflows a u64 fits nowhere.
+    salvage.visit_blocks_by_trailer(&bytes, visit);
+}
+
+/// The whole table, `size` bytes from offset 0; `None` if it does not fit in memory's address
+/// space or cannot be read whole (nothing is salvaged then).
+fn read_whole_file(file: &dyn RandomAccessFile, size: u64) -> Option<Vec<u8>> {
+    let len = usize::try_from(size).ok()?;
+    let mut bytes = vec![0u8; len];
+    file.read_exact_at(0, &mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// What a damaged footer still says, kept only where it fits the layout every table has: data
+/// blocks, filter, metaindex, index, footer, one after the other.
+struct TrustedFooter {
+    /// Where the data blocks end: the metaindex's offset if its handle fits, else the file
+    /// size. Everything at or after it (filter, metaindex, index) is not data.
+    data_end: u64,
+    /// The index block's handle, if it ends exactly where the footer starts.
+    index: Option<BlockHandle>,
+}
+
+impl TrustedFooter {
+    /// Reads the footer at the end of `bytes` (the whole table, `size` bytes). A file shorter
+    /// than a footer trusts nothing. A handle whose end overflows a u64 fits nowhere. The
+    /// metaindex must end where a trusted index starts; without one, it is trusted only under
+    /// an intact magic number and if it ends before the footer.
+    fn from_table(bytes: &[u8], size: u64) -> Self {
+        let len = bytes.len();
+        if len < FOOTER_SIZE {
+            return TrustedFooter {
+                data_end: size,
+                index: None,
+            };
+        }
         let footer_start = size - FOOTER_SIZE as u64;
         let magic_ok = bytes[len - 8..] == TABLE_MAGIC.to_le_bytes();
         let mut d = Decoder::new(&bytes[len - FOOTER_SIZE..]);
@@ -431,33 +467,64 @@ fn salvage_blocks_without_index(
                 None => magic_ok && end.is_some_and(|e| e < footer_start),
             }
         });
-        if let Some(m) = metaindex {
-            data_end = m.offset;
-        }
-        let index_data = index.and_then(|h| read_block(file, &path, size, h, false).ok());
-        if let Some(block) = index_data.and_then(|data| Block::new(data, path.clone(), 0).ok()) {
-            let block = Arc::new(block);
-            let mut it = block.iter(cmp.clone());
-            it.seek_to_first();
-            while it.valid() {
-                if let Some(h) = BlockHandle::decode(it.value()) {
-                    named.push(h);
-                }
-                it.next();
-            }
+        TrustedFooter {
+            data_end: metaindex.map_or(size, |m| m.offset),
+            index,
         }
     }
-    // Visits the entries of the block at `handle` if it reads whole and is a data block whose
-    // keys ascend after `previous_last`; returns its last key. A block whose every value is
-    // the handle of a block in `seen` is an index, not data.
-    let mut visit_block = |handle: BlockHandle,
-                           previous_last: Option<&[u8]>,
-                           seen: &[BlockHandle]|
-     -> Option<Vec<u8>> {
-        let data = read_block(file, &path, data_end, handle, true).ok()?;
-        let block = Arc::new(Block::new(data, path.clone(), handle.offset).ok()?);
+}
+
+/// One table being salvaged without a usable index. Reads only; `visit` is the only effect.
+struct BlockSalvage<'a> {
+    file: &'a dyn RandomAccessFile,
+    path: Arc<Path>,
+    icmp: &'a InternalKeyComparator,
+    cmp: Arc<dyn Comparator>,
+    /// Where the data blocks end (see [`TrustedFooter::data_end`]); no data block read goes
+    /// past it.
+    data_end: u64,
+}
+
+impl BlockSalvage<'_> {
+    /// The block handles the index at `index` names, in index order, the index read without
+    /// its checksum (within the file's `size`); entries whose value is not a handle are
+    /// skipped, and an index that does not parse names nothing.
+    fn index_handles(&self, index: BlockHandle, size: u64) -> Vec<BlockHandle> {
+        let mut named = Vec::new();
+        let Ok(data) = read_block(self.file, &self.path, size, index, false) else {
+            return named;
+        };
+        let Ok(block) = Block::new(data, self.path.clone(), 0) else {
+            return named;
+        };
+        let block = Arc::new(block);
+        let mut it = block.iter(self.cmp.clone());
+        it.seek_to_first();
+        while it.valid() {
+            if let Some(h) = BlockHandle::decode(it.value()) {
+                named.push(h);
+            }
+            it.next();
+        }
+        named
+    }
+
+    /// Visits the entries of the block at `handle` and returns its last key, only if the block
+    /// reads whole (checksum verified, before `data_end`), is not empty, every key is an
+    /// internal key, the keys ascend, and the first one follows `previous_last`. A block whose
+    /// every value is the handle of a block in `seen` is an index, not data. A block refused
+    /// visits nothing: `visit` sees whole blocks or none of one.
+    fn visit_data_block(
+        &self,
+        handle: BlockHandle,
+        previous_last: Option<&[u8]>,
+        seen: &[BlockHandle],
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Option<Vec<u8>> {
+        let data = read_block(self.file, &self.path, self.data_end, handle, true).ok()?;
+        let block = Arc::new(Block::new(data, self.path.clone(), handle.offset).ok()?);
         let mut entries = Vec::new();
-        let mut it = block.iter(cmp.clone());
+        let mut it = block.iter(self.cmp.clone());
         it.seek_to_first();
         while it.valid() {
             ParsedInternalKey::parse(it.key())?;
@@ -465,6 +532,7 @@ fn salvage_blocks_without_index(
             it.next();
         }
         it.status().ok()?;
+        let icmp = self.icmp;
         let in_order = entries
             .windows(2)
             .all(|w| icmp.compare(&w[0].0, &w[1].0).is_lt());
@@ -482,41 +550,52 @@ fn salvage_blocks_without_index(
             visit(k, v);
         }
         entries.pop().map(|(k, _)| k)
-    };
-    for &handle in &named {
-        visit_block(handle, None, &[]);
     }
-    // Blocks one after the other from offset 0, each ending in a trailer (type byte, masked
-    // CRC of the block and type) that checks.
-    let mut start = 0usize;
-    let mut previous_last: Option<Vec<u8>> = None;
-    let mut seen: Vec<BlockHandle> = Vec::new();
-    let end = usize::try_from(data_end).unwrap_or(len).min(len);
-    while start + BLOCK_TRAILER_SIZE <= end {
-        let mut crc = crc32c(&[]);
-        let mut found = None;
-        for stored_len in 0..=end - start - BLOCK_TRAILER_SIZE {
-            let at = start + stored_len;
-            let kind = bytes[at];
-            if kind <= 1 {
-                let stored = decode_fixed32(&bytes[at + 1..at + 5]).expect("4 bytes");
-                if crc32c_extend(crc, &[kind]) == unmask_crc(stored) {
-                    found = Some(stored_len);
-                    break;
-                }
+
+    /// Visits the blocks one after the other from offset 0 of `bytes` (the whole table), each
+    /// found by its trailer, while each is a data block by [`Self::visit_data_block`] whose
+    /// keys follow the previous one's. Stops at the first block not found or refused, and
+    /// never looks at or past `data_end`.
+    fn visit_blocks_by_trailer(&self, bytes: &[u8], visit: &mut dyn FnMut(&[u8], &[u8])) {
+        let end = usize::try_from(self.data_end)
+            .unwrap_or(bytes.len())
+            .min(bytes.len());
+        let mut start = 0usize;
+        let mut previous_last: Option<Vec<u8>> = None;
+        let mut seen: Vec<BlockHandle> = Vec::new();
+        while start + BLOCK_TRAILER_SIZE <= end {
+            let Some(stored_len) = block_len_by_trailer(&bytes[..end], start) else {
+                break;
+            };
+            let handle = BlockHandle {
+                offset: start as u64,
+                size: stored_len as u64,
+            };
+            match self.visit_data_block(handle, previous_last.as_deref(), &seen, visit) {
+                Some(last) => previous_last = Some(last),
+                None => break,
             }
-            crc = crc32c_extend(crc, &bytes[at..at + 1]);
+            seen.push(handle);
+            start += stored_len + BLOCK_TRAILER_SIZE;
         }
-        let Some(stored_len) = found else { break };
-        let handle = BlockHandle {
-            offset: start as u64,
-            size: stored_len as u64,
-        };
-        match visit_block(handle, previous_last.as_deref(), &seen) {
-            Some(last) => previous_last = Some(last),
-            None => break,
-        }
-        seen.push(handle);
-        start += stored_len + BLOCK_TRAILER_SIZE;
     }
+}
+
+/// The stored length of the block starting at `start`: the shortest length after which a
+/// trailer (type byte 0 or 1, masked CRC of the block and type) checks and fits in `bytes`.
+/// `None` if no trailer checks. Requires `start + BLOCK_TRAILER_SIZE <= bytes.len()`.
+fn block_len_by_trailer(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut crc = crc32c(&[]);
+    for stored_len in 0..=bytes.len() - start - BLOCK_TRAILER_SIZE {
+        let at = start + stored_len;
+        let kind = bytes[at];
+        if kind <= 1 {
+            let stored = decode_fixed32(&bytes[at + 1..at + 5]).expect("4 bytes");
+            if crc32c_extend(crc, &[kind]) == unmask_crc(stored) {
+                return Some(stored_len);
+            }
+        }
+        crc = crc32c_extend(crc, &bytes[at..at + 1]);
+    }
+    None
 }

@@ -373,6 +373,74 @@ fn check_tables_exist(env: &dyn Env, dir: &Path, versions: &VersionSet) -> Resul
     ))
 }
 
+/// What replaying the logs accumulates, from the first log to the last.
+///
+/// `recover_logs` owns it for the whole replay and holds the state lock throughout: `state` is
+/// borrowed from that guard, so nothing else sees the memtable or the version set until the
+/// replay is recorded in the MANIFEST (or, read-only, published).
+struct Recovery<'s> {
+    /// The locked state; replayed writes go into `state.mem`.
+    state: &'s mut DbState,
+    /// The level-0 tables the replay wrote, and the blob garbage they make; recorded in the
+    /// MANIFEST with the new log number once every log is replayed.
+    edit: VersionEdit,
+    /// The highest seqno replayed so far (at least the MANIFEST's last seqno).
+    max_sequence: SeqNo,
+    /// The seqno the next replayed write must start at, once one log record has been
+    /// replayed: a later write starting after it follows a gap.
+    next_sequence: Option<SeqNo>,
+    /// The blob files replayed pointers reach.
+    blobs: ReplayedBlobs,
+}
+
+impl<'s> Recovery<'s> {
+    fn new(state: &'s mut DbState) -> Self {
+        let max_sequence = state.versions.last_sequence;
+        Recovery {
+            state,
+            edit: VersionEdit::default(),
+            max_sequence,
+            next_sequence: None,
+            blobs: ReplayedBlobs::default(),
+        }
+    }
+
+    /// How many level-0 tables the replay has written so far.
+    fn tables_written(&self) -> usize {
+        self.edit.new_files.len()
+    }
+
+    /// Writes the memtable to a level-0 table (added to the edit) and starts an empty one.
+    fn flush_memtable(&mut self, inner: &DbInner) -> Result<()> {
+        let mem = std::mem::replace(
+            &mut self.state.mem,
+            Arc::new(MemTable::new(inner.icmp.clone())),
+        );
+        write_level0_table(inner, self.state, &mem, &mut self.edit)
+    }
+
+    /// Whether `batch`, the first write of a log, starts after a gap: the writes before it
+    /// that the previous log should end with were lost.
+    fn starts_after_gap(&self, batch: &WriteBatch) -> bool {
+        self.next_sequence.is_some_and(|next| batch.seqno() > next)
+    }
+
+    /// Inserts `batch` into the memtable and advances the seqnos; a memtable over the write
+    /// buffer size becomes a level-0 table (not in a read-only open, which writes nothing).
+    fn apply(&mut self, inner: &DbInner, batch: &WriteBatch) -> Result<()> {
+        self.next_sequence = Some(batch.seqno() + u64::from(batch.count()));
+        insert_batch(&self.state.mem, batch)?;
+        let last = batch.seqno() + u64::from(batch.count()).saturating_sub(1);
+        self.max_sequence = self.max_sequence.max(last);
+        if !inner.read_only
+            && self.state.mem.approximate_memory_usage() > inner.options.write_buffer_size
+        {
+            self.flush_memtable(inner)?;
+        }
+        Ok(())
+    }
+}
+
 /// Replays the logs the MANIFEST does not cover, starts a new log, and records the new state.
 fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
     let mut state = inner.lock_state();
@@ -392,32 +460,19 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
             state.versions.mark_file_number_used(n);
         }
     }
-    let mut replayed_blobs = ReplayedBlobs::default();
-    let mut edit = VersionEdit::default();
-    let mut max_sequence = state.versions.last_sequence;
+    let mut recovery = Recovery::new(&mut state);
     let mut reusable = None;
-    let mut next_sequence = None;
     for (i, &number) in logs.iter().enumerate() {
         let last = i + 1 == logs.len();
         let reuse = last && inner.options.reuse_logs && !inner.read_only;
-        if reuse && !state.mem.is_empty() {
+        if reuse && !recovery.state.mem.is_empty() {
             // The reused log's memtable must hold that log's entries only: the earlier logs
             // become obsolete below, so their entries go to a table first.
-            let mem =
-                std::mem::replace(&mut state.mem, Arc::new(MemTable::new(inner.icmp.clone())));
-            write_level0_table(inner, &mut state, &mem, &mut edit)?;
+            recovery.flush_memtable(inner)?;
         }
-        let tables_before = edit.new_files.len();
-        let replayed = replay_log(
-            inner,
-            &mut state,
-            number,
-            &mut edit,
-            &mut max_sequence,
-            &mut next_sequence,
-            &mut replayed_blobs,
-        )?;
-        state.versions.mark_file_number_used(number);
+        let tables_before = recovery.tables_written();
+        let replayed = replay_log(inner, &mut recovery, number)?;
+        recovery.state.versions.mark_file_number_used(number);
         // Writes after a torn write, or after writes a crash lost, were never synced (a sync
         // write first syncs every older log), and replaying them would leave a hole: the
         // database ends where the loss starts. The logs not replayed are kept in lost/.
@@ -432,7 +487,7 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
         // LevelDB's reuse_logs: keep appending to the last log, with its memtable, if its
         // replay flushed nothing and it ends cleanly after its last record (appending after a
         // torn or damaged tail would put damage in the middle of the log).
-        if reuse && edit.new_files.len() == tables_before {
+        if reuse && recovery.tables_written() == tables_before {
             match replayed.clean_end {
                 Some(end)
                     if end
@@ -446,15 +501,15 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
             }
         }
     }
-    state.versions.last_sequence = state.versions.last_sequence.max(max_sequence);
-    inner.visible_seqno.store(
-        state.versions.last_sequence,
-        std::sync::atomic::Ordering::Release,
-    );
+    let versions = &mut recovery.state.versions;
+    versions.last_sequence = versions.last_sequence.max(recovery.max_sequence);
+    inner
+        .visible_seqno
+        .store(versions.last_sequence, std::sync::atomic::Ordering::Release);
 
     if inner.read_only {
         // Replayed data stays in the memtable; nothing is written.
-        inner.publish_view(&state);
+        inner.publish_view(recovery.state);
         return Ok(());
     }
     let (log_number, log_writer) = match reusable {
@@ -466,12 +521,10 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
         }
         None => {
             // Flush what the last log left in the memtable, so the MANIFEST covers every log.
-            if !state.mem.is_empty() {
-                let mem =
-                    std::mem::replace(&mut state.mem, Arc::new(MemTable::new(inner.icmp.clone())));
-                write_level0_table(inner, &mut state, &mem, &mut edit)?;
+            if !recovery.state.mem.is_empty() {
+                recovery.flush_memtable(inner)?;
             }
-            let new_log = state.versions.new_file_number();
+            let new_log = recovery.state.versions.new_file_number();
             let file = inner
                 .env
                 .new_writable_file(&filename::log_file(&inner.dir, new_log))?;
@@ -479,11 +532,13 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
             (new_log, LogWriter::new(file))
         }
     };
+    let Recovery {
+        mut edit, blobs, ..
+    } = recovery;
     *inner.log.lock().unwrap_or_else(|e| e.into_inner()) = Some(log_writer);
     state.log_number = log_number;
     let current = state.versions.current();
-    edit.new_blob_files =
-        replayed_blobs.files_to_add(inner, &|n| current.blob_files.contains_key(&n))?;
+    edit.new_blob_files = blobs.files_to_add(inner, &|n| current.blob_files.contains_key(&n))?;
     edit.log_number = Some(log_number);
     edit.prev_log_number = Some(0);
     state.versions.log_and_apply(&mut edit)?;
@@ -493,7 +548,6 @@ fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
     Ok(())
 }
 
-/// Replays one log into memtables, flushing full ones to level-0 tables (added to `edit`).
 /// How replaying one log ended.
 struct Replayed {
     /// Where a writer continuing the log would append, if the log ends exactly after its last
@@ -510,15 +564,7 @@ struct Replayed {
 ///
 /// Damage inside the log is an error: it would leave a hole. Damage that runs to the end of the
 /// log is a torn tail, the normal result of a crash while appending, and the log ends before it.
-fn replay_log(
-    inner: &Arc<DbInner>,
-    state: &mut DbState,
-    number: u64,
-    edit: &mut VersionEdit,
-    max_sequence: &mut SeqNo,
-    next_sequence: &mut Option<SeqNo>,
-    blobs: &mut ReplayedBlobs,
-) -> Result<Replayed> {
+fn replay_log(inner: &DbInner, recovery: &mut Recovery<'_>, number: u64) -> Result<Replayed> {
     let path = filename::log_file(&inner.dir, number);
     let file = inner.env.new_sequential_file(&path)?;
     let mut reader = LogReader::new(file, &path, ReadMode::Recovery);
@@ -532,14 +578,14 @@ fn replay_log(
         })?;
         if first {
             first = false;
-            if next_sequence.is_some_and(|next| batch.seqno() > next) {
+            if recovery.starts_after_gap(&batch) {
                 info!(
                     inner,
                     "{}: starts at sequence {}, after a gap from {}: the previous log lost its \
                      last writes",
                     path.display(),
                     batch.seqno(),
-                    next_sequence.unwrap_or_default()
+                    recovery.next_sequence.unwrap_or_default()
                 );
                 return Ok(Replayed {
                     clean_end: None,
@@ -549,7 +595,11 @@ fn replay_log(
             }
         }
         if batch.has_blob_pointers()
-            && !blobs.check_batch(inner, &batch, &state.versions.current_ref().blob_tombstones)?
+            && !recovery.blobs.check_batch(
+                inner,
+                &batch,
+                &recovery.state.versions.current_ref().blob_tombstones,
+            )?
         {
             // A value this write points to never reached the disk whole (a power loss before
             // anything was synced): the log's good prefix ends before the write.
@@ -566,15 +616,7 @@ fn replay_log(
                 gap: false,
             });
         }
-        *next_sequence = Some(batch.seqno() + u64::from(batch.count()));
-        let mem = state.mem.clone();
-        insert_batch(&mem, &batch)?;
-        let last = batch.seqno() + u64::from(batch.count()).saturating_sub(1);
-        *max_sequence = (*max_sequence).max(last);
-        if !inner.read_only && mem.approximate_memory_usage() > inner.options.write_buffer_size {
-            state.mem = Arc::new(MemTable::new(inner.icmp.clone()));
-            write_level0_table(inner, state, &mem, edit)?;
-        }
+        recovery.apply(inner, &batch)?;
     }
     let torn = reader.torn_tail();
     if torn {
