@@ -45,6 +45,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
+mod common;
+use common::splitmix64;
+
 const WRITERS: usize = 3;
 /// Groups per writer.
 const GROUPS: usize = 200;
@@ -118,18 +121,11 @@ fn parse_key(key: &[u8]) -> Result<ParsedKey, String> {
     Ok(ParsedKey::Group { w, g, k })
 }
 
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// The value batch `counter` of writer `w` gives key `k` of group `g`: a header naming all
 /// four (so a group's keys share writer and counter), then 16 to 1,215 bytes of incompressible
 /// filler derived from them.
 fn key_value(w: usize, g: usize, k: usize, counter: u64) -> Vec<u8> {
-    let mut h = mix(((w as u64) << 56) ^ ((g as u64) << 40) ^ ((k as u64) << 32) ^ counter);
+    let mut h = splitmix64(((w as u64) << 56) ^ ((g as u64) << 40) ^ ((k as u64) << 32) ^ counter);
     let len = 12 + 16 + (h % 1200) as usize;
     let mut v = Vec::with_capacity(len + 8);
     v.push(w as u8);
@@ -137,7 +133,7 @@ fn key_value(w: usize, g: usize, k: usize, counter: u64) -> Vec<u8> {
     v.push(k as u8);
     v.extend_from_slice(&counter.to_be_bytes());
     while v.len() < len {
-        h = mix(h);
+        h = splitmix64(h);
         v.extend_from_slice(&h.to_le_bytes());
     }
     v.truncate(len);
@@ -1304,7 +1300,7 @@ fn stress(blobs: bool) {
         let mut i = 0u64;
         move || {
             i += 1;
-            mix(seed ^ i.wrapping_mul(0x2545_f491_4f6c_dd1d))
+            splitmix64(seed ^ i.wrapping_mul(0x2545_f491_4f6c_dd1d))
         }
     };
     for w in 0..WRITERS {
