@@ -30,7 +30,7 @@ use strata::env::{FaultEnv, FileOp, OpKind};
 use strata::{CrashMode, Db, Env, MemEnv, Options, WriteOptions};
 
 mod common;
-
+use common::splitmix64;
 use common::writes::{batch, fingerprints, recovered_prefix, Shape};
 
 const DIR: &str = "/db";
@@ -369,14 +369,6 @@ fn blob_file_numbers(db: &Db) -> Vec<u64> {
         .collect()
 }
 
-/// Small deterministic random numbers (splitmix64).
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 /// One crash state to check: the image, and the least prefix it must hold.
 struct CrashState {
     mode: &'static str,
@@ -387,7 +379,7 @@ struct CrashState {
 fn crash_states(mem: &MemEnv, op: &FileOp<'_>, progress: &Progress) -> Vec<CrashState> {
     let acked = progress.acked.load(Ordering::SeqCst);
     let synced = progress.synced.load(Ordering::SeqCst);
-    let seed = mix(op.index);
+    let seed = splitmix64(op.index);
     let mut states = vec![
         CrashState {
             mode: "kill",
@@ -412,7 +404,7 @@ fn crash_states(mem: &MemEnv, op: &FileOp<'_>, progress: &Progress) -> Vec<Crash
     let partial = mem.crash_clone_with(seed.is_multiple_of(2), &mut |_, bytes, synced_len| {
         n += 1;
         let unsynced = (bytes.len() - synced_len) as u64;
-        let keep = synced_len + (mix(seed ^ n) % (unsynced + 1)) as usize;
+        let keep = synced_len + (splitmix64(seed ^ n) % (unsynced + 1)) as usize;
         bytes[..keep].to_vec()
     });
     states.push(CrashState {
@@ -439,7 +431,7 @@ fn crash_states(mem: &MemEnv, op: &FileOp<'_>, progress: &Progress) -> Vec<Crash
             let boundary = first_boundary + (seed % boundaries) * SECTOR;
             let mut bytes = data[..(boundary - base) as usize].to_vec();
             let zeros = seed.is_multiple_of(3);
-            bytes.extend((0..SECTOR).map(|j| if zeros { 0 } else { mix(seed ^ j) as u8 }));
+            bytes.extend((0..SECTOR).map(|j| if zeros { 0 } else { splitmix64(seed ^ j) as u8 }));
             states.push(CrashState {
                 mode: if zeros { "zeroed" } else { "garbled" },
                 image: appended(mem, op.path, &bytes),

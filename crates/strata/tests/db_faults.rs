@@ -3,115 +3,16 @@
 //! the caller; later writes fail with it (reads go on); nothing acknowledged is lost, and
 //! reopening recovers.
 
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use strata::env::{FileLock, RandomAccessFile, SequentialFile, WritableFile};
-use strata::{Db, Env, Error, MemEnv, Options, ReadOptions, Result, WriteOptions};
+use strata::env::{FaultEnv, FaultKind, FaultPlan};
+use strata::{Db, MemEnv, Options, ReadOptions, WriteOptions};
 
-/// A `MemEnv` whose appends and syncs to files matching a suffix fail while `failing` is set,
-/// as a full disk would make them.
-#[derive(Debug, Clone)]
-struct FaultyEnv {
-    inner: MemEnv,
-    suffix: &'static str,
-    failing: Arc<AtomicBool>,
-}
-
-struct FaultyFile {
-    inner: Box<dyn WritableFile>,
-    path: std::path::PathBuf,
-    failing: Option<Arc<AtomicBool>>,
-}
-
-impl FaultyFile {
-    fn check(&self) -> Result<()> {
-        match &self.failing {
-            Some(f) if f.load(Ordering::SeqCst) => Err(Error::io(
-                &self.path,
-                "write",
-                std::io::Error::from_raw_os_error(28), // ENOSPC
-            )),
-            _ => Ok(()),
-        }
-    }
-}
-
-impl WritableFile for FaultyFile {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.check()?;
-        self.inner.append(data)
-    }
-    fn flush(&mut self) -> Result<()> {
-        self.check()?;
-        self.inner.flush()
-    }
-    fn sync(&mut self) -> Result<()> {
-        self.check()?;
-        self.inner.sync()
-    }
-}
-
-impl FaultyEnv {
-    fn wrap(&self, path: &Path, inner: Box<dyn WritableFile>) -> Box<dyn WritableFile> {
-        let matches = path.to_string_lossy().ends_with(self.suffix);
-        Box::new(FaultyFile {
-            inner,
-            path: path.to_path_buf(),
-            failing: matches.then(|| self.failing.clone()),
-        })
-    }
-}
-
-impl Env for FaultyEnv {
-    fn new_sequential_file(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
-        self.inner.new_sequential_file(path)
-    }
-    fn new_random_access_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        self.inner.new_random_access_file(path)
-    }
-    fn new_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        Ok(self.wrap(path, self.inner.new_writable_file(path)?))
-    }
-    fn new_appendable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        Ok(self.wrap(path, self.inner.new_appendable_file(path)?))
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn children(&self, dir: &Path) -> Result<Vec<String>> {
-        self.inner.children(dir)
-    }
-    fn file_size(&self, path: &Path) -> Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn remove_file(&self, path: &Path) -> Result<()> {
-        self.inner.remove_file(path)
-    }
-    fn create_dir_all(&self, path: &Path) -> Result<()> {
-        self.inner.create_dir_all(path)
-    }
-    fn remove_dir(&self, path: &Path) -> Result<()> {
-        self.inner.remove_dir(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock_file(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        self.inner.lock_file(path)
-    }
-}
-
-fn setup(suffix: &'static str) -> (FaultyEnv, Options) {
-    let env = FaultyEnv {
-        inner: MemEnv::new(),
-        suffix,
-        failing: Arc::new(AtomicBool::new(false)),
-    };
+/// A `MemEnv` whose calls on files ending with `suffix` can be failed (see [`fill_disk`]), as a
+/// full disk would fail them.
+fn setup(suffix: &str) -> (FaultEnv<MemEnv>, Options) {
+    let env = FaultEnv::new(MemEnv::new());
+    env.limit_faults_to_suffix(Some(suffix));
     let options = Options {
         create_if_missing: true,
         write_buffer_size: 64 << 10,
@@ -119,6 +20,15 @@ fn setup(suffix: &'static str) -> (FaultyEnv, Options) {
     }
     .with_env(Arc::new(env.clone()));
     (env, options)
+}
+
+/// From the next call on, every call on the files `env` limits faults to fails with `ENOSPC`.
+fn fill_disk(env: &FaultEnv<MemEnv>) {
+    env.set_plan(Some(FaultPlan {
+        at: env.ops(),
+        kind: FaultKind::NoSpace,
+        persistent: true,
+    }));
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -133,12 +43,12 @@ fn a_failed_log_write_stops_writes_keeps_reads_and_reopen_recovers() {
         db.put(&WriteOptions { sync: true }, &key(i), b"before")
             .unwrap();
     }
-    env.failing.store(true, Ordering::SeqCst);
+    fill_disk(&env);
     let err = db
         .put(&WriteOptions { sync: true }, &key(100), b"during")
         .unwrap_err();
     assert!(err.to_string().contains("No space left"), "{err}");
-    env.failing.store(false, Ordering::SeqCst);
+    env.set_plan(None);
     // The database stays stopped: a log that failed is never appended to again.
     let again = db
         .put(&WriteOptions::default(), &key(101), b"after")
@@ -151,6 +61,7 @@ fn a_failed_log_write_stops_writes_keeps_reads_and_reopen_recovers() {
     );
     assert_eq!(db.get(&ReadOptions::default(), &key(100)).unwrap(), None);
     drop(db);
+    assert!(env.violations().is_empty(), "{:?}", env.violations());
     let db = Db::open("/db", options).unwrap();
     for i in 0..100 {
         assert_eq!(
@@ -167,7 +78,7 @@ fn a_failed_log_write_stops_writes_keeps_reads_and_reopen_recovers() {
 fn a_failed_flush_stops_writes_and_reopen_recovers_every_acknowledged_write() {
     let (env, options) = setup(".ldb");
     let db = Db::open("/db", options.clone()).unwrap();
-    env.failing.store(true, Ordering::SeqCst);
+    fill_disk(&env);
     let mut acknowledged = 0;
     let mut error = None;
     // Enough data to fill the memtable and force flushes, which fail.
@@ -183,8 +94,9 @@ fn a_failed_flush_stops_writes_and_reopen_recovers_every_acknowledged_write() {
     let error = error.expect("a write fails once the flush has failed");
     assert!(error.to_string().contains("No space left"), "{error}");
     assert!(acknowledged > 0);
-    env.failing.store(false, Ordering::SeqCst);
+    env.set_plan(None);
     drop(db);
+    assert!(env.violations().is_empty(), "{:?}", env.violations());
     let db = Db::open("/db", options).unwrap();
     let found = db.scan(&ReadOptions::default()).unwrap().count() as u32;
     assert_eq!(

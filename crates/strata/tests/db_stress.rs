@@ -31,6 +31,8 @@
 //!
 //! `STRATA_STRESS_SECS=N` runs the stress for N seconds (default 10); `STRATA_STRESS_SEED=S`
 //! fixes the seed the threads' random choices derive from (thread scheduling still varies).
+//! Without it the seed is [`CI_SEED`] in CI (`CI` set), so that a CI failure replays from the
+//! same seed, and a fresh one elsewhere; the seed used is printed either way.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
@@ -42,6 +44,9 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+
+mod common;
+use common::splitmix64;
 
 const WRITERS: usize = 3;
 /// Groups per writer.
@@ -57,6 +62,8 @@ const STALL_LIMIT: Duration = Duration::from_secs(20);
 /// a manual compaction that never ends while writes continue.
 const OP_LIMIT: Duration = Duration::from_secs(8);
 const DEFAULT_SECS: u64 = 10;
+/// The seed in CI when `STRATA_STRESS_SEED` is not set.
+const CI_SEED: u64 = 0x5742_a7a5_eed0_0001;
 
 /// With `blobs`, values of 600 bytes and more (about half) go to blob files of 1 MiB (the
 /// least allowed), and overwrites keep the blob collector rewriting them.
@@ -114,18 +121,11 @@ fn parse_key(key: &[u8]) -> Result<ParsedKey, String> {
     Ok(ParsedKey::Group { w, g, k })
 }
 
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// The value batch `counter` of writer `w` gives key `k` of group `g`: a header naming all
 /// four (so a group's keys share writer and counter), then 16 to 1,215 bytes of incompressible
 /// filler derived from them.
 fn key_value(w: usize, g: usize, k: usize, counter: u64) -> Vec<u8> {
-    let mut h = mix(((w as u64) << 56) ^ ((g as u64) << 40) ^ ((k as u64) << 32) ^ counter);
+    let mut h = splitmix64(((w as u64) << 56) ^ ((g as u64) << 40) ^ ((k as u64) << 32) ^ counter);
     let len = 12 + 16 + (h % 1200) as usize;
     let mut v = Vec::with_capacity(len + 8);
     v.push(w as u8);
@@ -133,7 +133,7 @@ fn key_value(w: usize, g: usize, k: usize, counter: u64) -> Vec<u8> {
     v.push(k as u8);
     v.extend_from_slice(&counter.to_be_bytes());
     while v.len() < len {
-        h = mix(h);
+        h = splitmix64(h);
         v.extend_from_slice(&h.to_le_bytes());
     }
     v.truncate(len);
@@ -1245,6 +1245,24 @@ fn env_u64(name: &str) -> Option<u64> {
     Some(parsed.unwrap_or_else(|_| panic!("{name}={v:?} is not a number")))
 }
 
+/// The seed asked for, else [`CI_SEED`] in CI, else a fresh one.
+fn stress_seed(asked: Option<u64>, in_ci: bool, fresh: impl FnOnce() -> u64) -> u64 {
+    match asked {
+        Some(seed) => seed,
+        None if in_ci => CI_SEED,
+        None => fresh(),
+    }
+}
+
+#[test]
+fn the_stress_seed_is_the_one_asked_for_else_fixed_in_ci_else_fresh() {
+    let fresh = || 7;
+    assert_eq!(stress_seed(Some(3), true, fresh), 3);
+    assert_eq!(stress_seed(Some(3), false, fresh), 3);
+    assert_eq!(stress_seed(None, true, fresh), CI_SEED);
+    assert_eq!(stress_seed(None, false, fresh), 7);
+}
+
 #[test]
 fn stress_writers_snapshots_iterators_and_compactions() {
     stress(false);
@@ -1259,7 +1277,11 @@ fn stress_with_blob_files_rewritten_under_readers() {
 
 fn stress(blobs: bool) {
     let secs = env_u64("STRATA_STRESS_SECS").unwrap_or(DEFAULT_SECS);
-    let seed = env_u64("STRATA_STRESS_SEED").unwrap_or_else(rand::random);
+    let seed = stress_seed(
+        env_u64("STRATA_STRESS_SEED"),
+        std::env::var_os("CI").is_some(),
+        rand::random,
+    );
     eprintln!("db_stress: {secs} s of stress, seed {seed:#x} (STRATA_STRESS_SEED={seed:#x})");
     let rerun = format!("seed {seed:#x}; rerun with STRATA_STRESS_SEED={seed:#x}");
 
@@ -1278,7 +1300,7 @@ fn stress(blobs: bool) {
         let mut i = 0u64;
         move || {
             i += 1;
-            mix(seed ^ i.wrapping_mul(0x2545_f491_4f6c_dd1d))
+            splitmix64(seed ^ i.wrapping_mul(0x2545_f491_4f6c_dd1d))
         }
     };
     for w in 0..WRITERS {

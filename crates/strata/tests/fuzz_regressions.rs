@@ -13,6 +13,9 @@ mod checks;
 use std::fs;
 use std::path::Path;
 
+mod common;
+use common::splitmix64;
+
 type Check = fn(&[u8]);
 
 fn inputs(target: &str) -> Vec<Vec<u8>> {
@@ -29,20 +32,13 @@ fn inputs(target: &str) -> Vec<Vec<u8>> {
     inputs
 }
 
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 /// A mutation of `input`: some bytes flipped or overwritten, maybe cut or extended.
 fn mutate(input: &[u8], seed: u64) -> Vec<u8> {
     let mut out = input.to_vec();
     let mut x = seed;
-    let edits = 1 + mix(seed) % 4;
+    let edits = 1 + splitmix64(seed) % 4;
     for _ in 0..edits {
-        x = mix(x);
+        x = splitmix64(x);
         if out.is_empty() {
             out.push(x as u8);
             continue;
@@ -52,7 +48,7 @@ fn mutate(input: &[u8], seed: u64) -> Vec<u8> {
             0 => out[at] ^= 1 << ((x >> 40) % 8),
             1 => out[at] = (x >> 32) as u8,
             2 => out.truncate(at),
-            _ => out.extend((0..(x >> 48) % 16).map(|i| mix(x ^ i) as u8)),
+            _ => out.extend((0..(x >> 48) % 16).map(|i| splitmix64(x ^ i) as u8)),
         }
     }
     out

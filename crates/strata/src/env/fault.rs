@@ -15,6 +15,9 @@
 //!
 //! A file created anew under the same name is another file, with a clean record.
 //!
+//! [`FaultEnv::limit_faults_to_suffix`] keeps faults to one kind of file (say the logs), as a
+//! test of one failing writer needs.
+//!
 //! Locking: one mutex guards the plan, the counter and the record of failed files; it is never
 //! held while the wrapped env runs, nor while the observer runs.
 
@@ -98,6 +101,8 @@ type Observer = Arc<dyn Fn(&FileOp<'_>) + Send + Sync>;
 struct State {
     next_index: u64,
     plan: Option<FaultPlan>,
+    /// Only calls on paths ending with this may fail; `None`: any call.
+    fault_suffix: Option<String>,
     /// Files whose append or sync failed.
     failed_writes: HashSet<PathBuf>,
     /// Files whose sync failed.
@@ -184,6 +189,13 @@ impl<E> FaultEnv<E> {
         self.state().plan = plan;
     }
 
+    /// Lets the plan fail only calls on paths ending with `suffix` (for a rename, its source),
+    /// such as `".log"`; `None` lifts the limit. Other calls are still numbered and observed.
+    /// A plan that is not persistent fails only if call `at` itself is on such a path.
+    pub fn limit_faults_to_suffix(&self, suffix: Option<&str>) {
+        self.state().fault_suffix = suffix.map(str::to_owned);
+    }
+
     /// Calls `observer` before every numbered call, on the thread making it.
     pub fn set_observer(&self, observer: Option<Observer>) {
         *self
@@ -233,11 +245,15 @@ impl<E> FaultEnv<E> {
                 );
                 state.violations.push(v);
             }
+            let on_path = state
+                .fault_suffix
+                .as_deref()
+                .is_none_or(|suffix| path.to_string_lossy().ends_with(suffix));
             let fails = state.plan.and_then(|plan| {
                 let due = index == plan.at || (plan.persistent && index > plan.at);
                 let applies = plan.kind != FaultKind::FailedSync
                     || matches!(kind, OpKind::Sync | OpKind::SyncDir);
-                (due && applies).then_some(plan.kind)
+                (due && applies && on_path).then_some(plan.kind)
             });
             if let Some(fault) = fails {
                 state.injected += 1;
@@ -455,6 +471,32 @@ mod tests {
         assert!(env.rename(Path::new("/d/f"), Path::new("/d/g")).is_err());
         assert!(env.sync_dir(Path::new("/d")).is_err());
         assert_eq!(env.injected(), 3);
+    }
+
+    #[test]
+    fn faults_limited_to_a_suffix_fail_only_calls_on_such_paths() {
+        let env = env();
+        env.limit_faults_to_suffix(Some(".log"));
+        env.set_plan(Some(FaultPlan {
+            at: env.ops(),
+            kind: FaultKind::NoSpace,
+            persistent: true,
+        }));
+        let mut table = env.new_writable_file(Path::new("/d/000005.ldb")).unwrap();
+        table.append(b"table").unwrap();
+        table.sync().unwrap();
+        let err = env
+            .new_writable_file(Path::new("/d/000006.log"))
+            .err()
+            .expect("creating a log fails");
+        assert!(err.to_string().contains("000006.log"), "{err}");
+        assert!(env
+            .rename(Path::new("/d/000005.ldb"), Path::new("/d/x.log"))
+            .is_ok());
+        assert_eq!(env.injected(), 1);
+        env.limit_faults_to_suffix(None);
+        assert!(table.append(b"more").is_err());
+        assert_eq!(env.injected(), 2);
     }
 
     #[test]

@@ -213,27 +213,49 @@ mod tests {
         assert!(!r.key_may_match(9000, b"foo"));
     }
 
+    /// A key's answer is read from its own filter and the two offset words around it; a flip
+    /// there can look like a consistent filter that leaves the key out, which no reader can
+    /// tell. Damage anywhere else, or any truncation, must still answer "may match".
     #[test]
-    fn damaged_filter_blocks_answer_may_match_without_panic() {
+    fn damage_outside_a_keys_own_filter_answers_may_match_without_panic() {
         let mut b = FilterBlockBuilder::new(bloom());
         b.start_block(0);
         b.add_key(b"a");
         b.start_block(5000);
         b.add_key(b"b");
         let good = b.finish().to_vec();
+        let array_offset = decode_fixed32(&good[good.len() - 5..]).unwrap() as usize;
+        let own_bytes = |window: usize| {
+            let word = array_offset + 4 * window;
+            let start = decode_fixed32(&good[word..]).unwrap() as usize;
+            let limit = decode_fixed32(&good[word + 4..]).unwrap() as usize;
+            [start..limit, word..word + 8]
+        };
+        // Block 5000 is in window 2 (windows are 2 KiB); window 1 has an empty filter.
+        let probes = [(0, b"a", own_bytes(0)), (5000, b"b", own_bytes(2))];
         for i in 0..good.len() {
             for bit in [1u8, 0x80] {
                 let mut data = good.clone();
                 data[i] ^= bit;
                 let r = FilterBlockReader::new(bloom(), data);
-                for offset in [0, 2048, 5000, 1 << 40, u64::MAX] {
+                for (offset, key, own) in &probes {
+                    if !own.iter().any(|range| range.contains(&i)) {
+                        assert!(
+                            r.key_may_match(*offset, *key),
+                            "flipping {bit:#x} at byte {i} hid {key:?}"
+                        );
+                    }
+                }
+                for offset in [2048, 1 << 40, u64::MAX] {
                     let _ = r.key_may_match(offset, b"a");
                 }
             }
         }
         for len in 0..good.len() {
             let r = FilterBlockReader::new(bloom(), good[..len].to_vec());
-            let _ = r.key_may_match(0, b"a");
+            for (offset, key, _) in &probes {
+                assert!(r.key_may_match(*offset, *key), "{len} bytes hid {key:?}");
+            }
         }
     }
 }

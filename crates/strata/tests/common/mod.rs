@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! Helpers shared by the integration tests: finding and copying LevelDB fixtures, and reading
-//! their expected contents.
+//! Helpers shared by the integration tests: finding and copying LevelDB fixtures, reading
+//! their expected contents, and small deterministic random numbers.
 
 #![allow(dead_code)]
 
@@ -14,6 +14,15 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Once;
+
+/// SplitMix64's output for state `x`: small deterministic random numbers (`splitmix64(x)`
+/// of successive or unrelated `x` look independent).
+pub fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
 
 /// The fixtures committed with the project.
 pub fn project_fixtures() -> PathBuf {

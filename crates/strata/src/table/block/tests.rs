@@ -197,26 +197,121 @@ fn entry_sharing_more_than_the_previous_key_is_corruption() {
     assert!(err.to_string().contains("shares more"), "{err}");
 }
 
-#[test]
-fn every_single_byte_flip_is_handled_without_panic() {
-    let original = build(&entries(40), 4);
-    for i in 0..original.len() {
-        for bit in [0x01u8, 0x80] {
-            let mut data = original.clone();
-            data[i] ^= bit;
-            if let Ok(block) = parse(data) {
-                let _ = exercise(&block);
-            }
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Scans `block` forwards and backwards. Returns what the forward scan yielded and the first
+/// error, after checking that the two directions agree and that an error is corruption at an
+/// offset inside the block.
+fn scan_both_ways(block: &Arc<Block>) -> (Entries, Result<()>) {
+    let mut it = block.iter(bytewise());
+    let mut forward = Vec::new();
+    it.seek_to_first();
+    while it.valid() {
+        forward.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    let mut status = it.status();
+    if status.is_ok() {
+        let mut backward = Vec::new();
+        it.seek_to_last();
+        while it.valid() {
+            backward.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev();
         }
+        status = it.status();
+        if status.is_ok() {
+            backward.reverse();
+            assert_eq!(backward, forward, "the two directions disagree");
+        }
+    }
+    if let Err(e) = &status {
+        expect_corruption_inside(e, block.size());
+    }
+    (forward, status)
+}
+
+fn expect_corruption_inside(err: &Error, block_len: usize) {
+    match err {
+        Error::Corruption { file, offset, .. } => {
+            assert_eq!(file, Path::new("/db/000009.ldb"));
+            assert!((4096..4096 + block_len as u64).contains(offset), "{err}");
+        }
+        other => panic!("expected corruption, got {other:?}"),
     }
 }
 
 #[test]
-fn every_truncation_is_handled_without_panic() {
+fn every_single_bit_flip_is_corruption_or_a_consistent_block() {
+    let original = build(&entries(40), 4);
+    let mut caught = 0;
+    for i in 0..original.len() {
+        for bit in [0x01u8, 0x80] {
+            let mut data = original.clone();
+            data[i] ^= bit;
+            match parse(data) {
+                Ok(block) => caught += usize::from(scan_both_ways(&block).1.is_err()),
+                Err(e) => {
+                    expect_corruption_inside(&e, original.len());
+                    caught += 1;
+                }
+            }
+        }
+    }
+    // Flips in entry headers and restart points cannot all pass unnoticed.
+    assert!(
+        caught > original.len() / 10,
+        "only {caught} flips were caught"
+    );
+}
+
+#[test]
+fn every_truncation_is_corruption_or_a_consistent_block() {
     let original = build(&entries(40), 4);
     for len in 0..original.len() {
-        if let Ok(block) = parse(original[..len].to_vec()) {
-            let _ = exercise(&block);
+        match parse(original[..len].to_vec()) {
+            Ok(block) => _ = scan_both_ways(&block),
+            Err(e) => expect_corruption_inside(&e, original.len()),
         }
+    }
+}
+
+/// Entries cut off at any byte, under an intact restart array for what is left: the block
+/// yields the whole entries before the cut, and an entry cut short is corruption.
+#[test]
+fn entries_cut_short_yield_the_whole_entries_before_the_cut() {
+    let model = entries(40);
+    let entries_len = |data: &[u8]| {
+        let n = data.len();
+        let restarts = u32::from_le_bytes(data[n - 4..].try_into().unwrap()) as usize;
+        n - 4 - 4 * restarts
+    };
+    let ends: Vec<usize> = (0..=model.len())
+        .map(|k| entries_len(&build(&model[..k], 4)))
+        .collect();
+    let original = build(&model, 4);
+    let restarts: Vec<u32> = original[entries_len(&original)..original.len() - 4]
+        .chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    for cut in 0..=ends[model.len()] {
+        let mut data = original[..cut].to_vec();
+        let kept: Vec<u32> = restarts
+            .iter()
+            .copied()
+            .filter(|&r| r == 0 || (r as usize) < cut)
+            .collect();
+        for r in &kept {
+            put_fixed32(&mut data, *r);
+        }
+        put_fixed32(&mut data, kept.len() as u32);
+        let block = parse(data).unwrap();
+        let (yielded, status) = scan_both_ways(&block);
+        let whole = ends.iter().rposition(|&end| end <= cut).unwrap();
+        assert_eq!(yielded, model[..whole], "cut at {cut}");
+        assert_eq!(
+            status.is_err(),
+            ends[whole] != cut,
+            "cut at {cut}: {status:?}"
+        );
     }
 }
