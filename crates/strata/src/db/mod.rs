@@ -19,12 +19,14 @@
 mod background;
 mod blob_gc;
 mod blobs;
+mod destroy;
 mod flush;
 mod iter;
 mod obsolete;
 mod open;
 mod poison;
 mod properties;
+mod recovery;
 mod write;
 
 use std::collections::{HashSet, VecDeque};
@@ -51,8 +53,8 @@ use crate::version::set::VersionSet;
 use crate::version::version::{TableLookup, Version};
 use crate::version::NUM_LEVELS;
 
+pub use destroy::destroy;
 pub use iter::{DbIterator, RangeIter};
-pub use open::destroy;
 pub(crate) use open::live_log_must_exist;
 use write::PendingWrite;
 

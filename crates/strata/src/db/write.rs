@@ -17,8 +17,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::background;
-use super::open::{info, insert_batch};
+use super::open::info;
 use super::poison::PoisonOnUnwind;
+use super::recovery::insert_batch;
 use super::{DbInner, DbState, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::batch::{WriteBatch, BATCH_HEADER_LEN};
 use crate::error::{Error, Result};
