@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! [`Db`]: the database handle.
 //!
+//! This file is over 700 lines because most of it is the public API's rustdoc, with a tested
+//! example on every method; the machinery lives in the modules below it.
+//!
 //! # Locking
 //!
 //! - `DbInner::state` (the *state mutex*) guards [`DbState`]: the memtables, the version set and
@@ -26,6 +29,7 @@ mod obsolete;
 mod open;
 mod poison;
 mod properties;
+mod range_iter;
 mod recovery;
 mod write;
 
@@ -54,8 +58,9 @@ use crate::version::version::{TableLookup, Version};
 use crate::version::NUM_LEVELS;
 
 pub use destroy::destroy;
-pub use iter::{DbIterator, RangeIter};
+pub use iter::DbIterator;
 pub(crate) use open::live_log_must_exist;
+pub use range_iter::RangeIter;
 use write::PendingWrite;
 
 /// What readers see: the memtables and the version, replaced whole.
