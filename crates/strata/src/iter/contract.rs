@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! One contract suite for every [`InternalIterator`]: it is run against each cursor type with
-//! the sorted entries the cursor should show.
+//! the sorted entries the cursor should show, and against failing cursors to check that an
+//! error surfaces through `status()` instead of ending a walk as if the entries ran out.
 
 use std::cmp::Ordering;
 
@@ -78,4 +79,109 @@ pub(crate) fn check_against_model(
         assert_eq!(current(it).as_ref(), expected, "seek to probe {probe:?}");
     }
     it.status().expect("seeks");
+}
+
+/// Reads from the current position by repeated `step`, returning what was seen.
+fn walk(it: &mut dyn InternalIterator, step: fn(&mut dyn InternalIterator)) -> Vec<Entry> {
+    let mut seen = Vec::new();
+    while let Some(e) = current(it) {
+        seen.push(e);
+        step(it);
+    }
+    seen
+}
+
+/// Checks contract item 5 on cursors that meet an error: `open` makes a fresh cursor over
+/// `model` (sorted, no duplicate keys) that fails somewhere, and the caller arranges that a
+/// full scan in either direction reaches the failure.
+///
+/// - A full scan forward (backward) shows a gapless run of `model` from its first (last) entry
+///   and ends with an error status: the failure is neither skipped nor taken for the end.
+/// - A seek to any model key, then a scan forward or backward, shows a gapless run of `model`
+///   from that key; if the run stops before the model's end, the status is an error.
+/// - The error stays: after it, seeks leave the cursor invalid and the status an error.
+pub(crate) fn check_errors_surface<I: InternalIterator>(
+    mut open: impl FnMut() -> I,
+    model: &[Entry],
+) {
+    let mut it = open();
+    it.seek_to_first();
+    let forward = walk(&mut it, |it| it.next());
+    assert!(
+        model.starts_with(&forward),
+        "forward scan skipped or changed entries"
+    );
+    assert!(
+        it.status().is_err(),
+        "forward scan ended Ok after {} entries",
+        forward.len()
+    );
+    check_error_stays(&mut it, model);
+
+    let mut it = open();
+    it.seek_to_last();
+    let backward = walk(&mut it, |it| it.prev());
+    assert!(
+        model
+            .iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .starts_with(&backward.iter().collect::<Vec<_>>()),
+        "backward scan skipped or changed entries"
+    );
+    assert!(
+        it.status().is_err(),
+        "backward scan ended Ok after {} entries",
+        backward.len()
+    );
+    check_error_stays(&mut it, model);
+
+    for (i, (k, _)) in model.iter().enumerate() {
+        let mut it = open();
+        it.seek(k);
+        let seen = walk(&mut it, |it| it.next());
+        assert!(
+            model[i..].starts_with(&seen),
+            "forward from key {i}: entries skipped"
+        );
+        if seen.len() < model.len() - i {
+            assert!(it.status().is_err(), "forward from key {i}: ended Ok early");
+        }
+        let mut it = open();
+        it.seek(k);
+        let mut seen = walk(&mut it, |it| it.prev());
+        seen.reverse();
+        assert!(
+            model[..=i].ends_with(&seen),
+            "backward from key {i}: entries skipped"
+        );
+        if seen.len() < i + 1 {
+            assert!(
+                it.status().is_err(),
+                "backward from key {i}: ended Ok early"
+            );
+        }
+    }
+}
+
+/// Requires: `it.status()` is an error. Checks that seeks keep it so (contract item 5).
+fn check_error_stays(it: &mut dyn InternalIterator, model: &[Entry]) {
+    assert!(!it.valid(), "valid with an error status");
+    it.seek_to_first();
+    assert!(
+        !it.valid() && it.status().is_err(),
+        "seek_to_first cleared the error"
+    );
+    it.seek_to_last();
+    assert!(
+        !it.valid() && it.status().is_err(),
+        "seek_to_last cleared the error"
+    );
+    if let Some((k, _)) = model.first() {
+        it.seek(k);
+        assert!(
+            !it.valid() && it.status().is_err(),
+            "seek cleared the error"
+        );
+    }
 }

@@ -3,10 +3,12 @@
 //! levels and merges).
 
 mod merging;
+mod two_level;
 #[cfg(test)]
 mod vec_iter;
 
 pub(crate) use merging::MergingIter;
+pub(crate) use two_level::{SecondLevel, TwoLevelIter};
 #[cfg(test)]
 pub(crate) use vec_iter::VecIter;
 

@@ -22,7 +22,7 @@ use crate::coding::Decoder;
 use crate::comparator::{BytewiseComparator, Comparator};
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
+use crate::iter::{InternalIterator, SecondLevel, TwoLevelIter};
 use crate::key::{user_key, InternalKeyComparator, ParsedInternalKey, ValueKind};
 
 /// How one read treats blocks.
@@ -208,14 +208,14 @@ impl Table {
 
     /// A cursor over the table's entries.
     pub fn iter(self: &Arc<Self>, options: BlockReadOptions) -> TableIter {
-        TableIter {
-            index: self.index.iter(self.icmp.clone()),
+        let blocks = DataBlocks {
             table: self.clone(),
             options,
-            data: None,
-            data_offset: None,
-            error: None,
-        }
+        };
+        TableIter(TwoLevelIter::new(
+            self.index.iter(self.icmp.clone()),
+            blocks,
+        ))
     }
 
     /// Visits every entry of every data block that can be read, block by block, skipping the
@@ -509,160 +509,62 @@ fn read_meta_entry(
 }
 
 /// A cursor over a table: walks the index block, and the data block each index entry names.
-pub struct TableIter {
+pub struct TableIter(TwoLevelIter<DataBlocks>);
+
+/// Opens the data blocks of a table's index entries for [`TableIter`].
+struct DataBlocks {
     table: Arc<Table>,
     options: BlockReadOptions,
-    index: BlockIter,
-    data: Option<BlockIter>,
-    /// The offset of the block `data` iterates.
-    data_offset: Option<u64>,
-    error: Option<Error>,
 }
 
-impl TableIter {
-    /// Loads the data block the index cursor is on (unless it is already loaded).
-    fn load_data_block(&mut self) {
-        if !self.index.valid() {
-            self.data = None;
-            self.data_offset = None;
-            return;
-        }
-        let handle = match self
-            .table
-            .decode_handle(self.index.value(), self.table.metaindex.offset)
-        {
-            Ok(h) => h,
-            Err(e) => return self.fail(e),
-        };
-        if self.data_offset == Some(handle.offset) && self.data.is_some() {
-            return;
-        }
-        match self.table.data_block(handle, &self.options) {
-            Ok(block) => {
-                self.data = Some(block.iter(self.table.icmp.clone()));
-                self.data_offset = Some(handle.offset);
-            }
-            Err(e) => self.fail(e),
-        }
+impl SecondLevel for DataBlocks {
+    type Index = BlockIter;
+    type Iter = BlockIter;
+    type Id = BlockHandle;
+
+    fn id(&self, index: &BlockIter) -> Result<BlockHandle> {
+        self.table
+            .decode_handle(index.value(), self.table.metaindex.offset)
     }
 
-    fn fail(&mut self, e: Error) {
-        self.error.get_or_insert(e);
-        self.data = None;
-        self.data_offset = None;
-    }
-
-    /// True if the cursor may move on to another block: no error so far.
-    fn can_continue(&mut self) -> bool {
-        if self.error.is_some() {
-            return false;
-        }
-        let status = self
-            .data
-            .as_ref()
-            .map_or(Ok(()), |d| d.status())
-            .and(self.index.status());
-        match status {
-            Ok(()) => true,
-            Err(e) => {
-                self.fail(e);
-                false
-            }
-        }
-    }
-
-    fn skip_empty_blocks_forward(&mut self) {
-        while !self.data.as_ref().is_some_and(|d| d.valid()) {
-            if !self.can_continue() || !self.index.valid() {
-                self.data = None;
-                return;
-            }
-            self.index.next();
-            self.load_data_block();
-            if let Some(d) = self.data.as_mut() {
-                d.seek_to_first();
-            }
-        }
-    }
-
-    fn skip_empty_blocks_backward(&mut self) {
-        while !self.data.as_ref().is_some_and(|d| d.valid()) {
-            if !self.can_continue() || !self.index.valid() {
-                self.data = None;
-                return;
-            }
-            self.index.prev();
-            self.load_data_block();
-            if let Some(d) = self.data.as_mut() {
-                d.seek_to_last();
-            }
-        }
-    }
-
-    fn data(&self) -> &BlockIter {
-        self.data.as_ref().expect("requires valid()")
+    #[inline]
+    fn open(&self, handle: BlockHandle) -> Result<BlockIter> {
+        let block = self.table.data_block(handle, &self.options)?;
+        Ok(block.iter(self.table.icmp.clone()))
     }
 }
 
 impl InternalIterator for TableIter {
+    #[inline]
     fn valid(&self) -> bool {
-        self.error.is_none() && self.data.as_ref().is_some_and(|d| d.valid())
+        self.0.valid()
     }
-
     fn seek_to_first(&mut self) {
-        self.index.seek_to_first();
-        self.load_data_block();
-        if let Some(d) = self.data.as_mut() {
-            d.seek_to_first();
-        }
-        self.skip_empty_blocks_forward();
+        self.0.seek_to_first();
     }
-
     fn seek_to_last(&mut self) {
-        self.index.seek_to_last();
-        self.load_data_block();
-        if let Some(d) = self.data.as_mut() {
-            d.seek_to_last();
-        }
-        self.skip_empty_blocks_backward();
+        self.0.seek_to_last();
     }
-
     fn seek(&mut self, target: &[u8]) {
-        self.index.seek(target);
-        self.load_data_block();
-        if let Some(d) = self.data.as_mut() {
-            d.seek(target);
-        }
-        self.skip_empty_blocks_forward();
+        self.0.seek(target);
     }
-
+    #[inline]
     fn next(&mut self) {
-        if let Some(d) = self.data.as_mut() {
-            d.next();
-        }
-        self.skip_empty_blocks_forward();
+        self.0.next();
     }
-
+    #[inline]
     fn prev(&mut self) {
-        if let Some(d) = self.data.as_mut() {
-            d.prev();
-        }
-        self.skip_empty_blocks_backward();
+        self.0.prev();
     }
-
+    #[inline]
     fn key(&self) -> &[u8] {
-        self.data().key()
+        self.0.key()
     }
-
+    #[inline]
     fn value(&self) -> &[u8] {
-        self.data().value()
+        self.0.value()
     }
-
     fn status(&self) -> Result<()> {
-        if let Some(e) = &self.error {
-            return Err(e.clone());
-        }
-        self.index.status()?;
-        self.data.as_ref().map_or(Ok(()), |d| d.status())
+        self.0.status()
     }
 }

@@ -10,7 +10,7 @@ use crate::cache::BlockCache;
 use crate::env::{read_file_to_vec, write_file, Env, MemEnv};
 use crate::error::Result;
 use crate::filter::BloomFilterPolicy;
-use crate::iter::contract::check_against_model;
+use crate::iter::contract::{check_against_model, check_errors_surface};
 use crate::iter::InternalIterator;
 use crate::key::{append_internal_key, user_key, InternalKeyComparator, ValueKind};
 
@@ -199,6 +199,34 @@ fn large_values_span_their_own_blocks() {
         &icmp,
         &[],
     );
+}
+
+#[test]
+fn a_damaged_data_block_surfaces_as_the_cursors_error() {
+    let options = TableOptions {
+        block_size: 256,
+        ..TableOptions::default()
+    };
+    let env = MemEnv::new();
+    let entries = model(120);
+    let size = build(&env, &options, &entries);
+    let original = read_file_to_vec(&env, Path::new(PATH)).unwrap();
+    let blocks = open(&env, &options, size, None)
+        .unwrap()
+        .data_blocks()
+        .unwrap();
+    assert!(blocks.len() > 4, "{} blocks", blocks.len());
+    for (handle, _) in [
+        &blocks[0],
+        &blocks[blocks.len() / 2],
+        &blocks[blocks.len() - 1],
+    ] {
+        let mut damaged = original.clone();
+        damaged[(handle.offset + handle.size / 2) as usize] ^= 0x10;
+        write_file(&env, Path::new(PATH), &damaged, false).unwrap();
+        let table = open(&env, &options, size, None).unwrap();
+        check_errors_surface(|| table.iter(BlockReadOptions::default()), &entries);
+    }
 }
 
 /// Reads the whole table every way; returns what it saw, or the first error.

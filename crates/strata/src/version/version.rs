@@ -19,7 +19,7 @@ use super::edit::{FileMetaData, NUM_LEVELS};
 use crate::cache::TableCache;
 use crate::comparator::Comparator;
 use crate::error::Result;
-use crate::iter::{BoxedIter, InternalIterator};
+use crate::iter::{BoxedIter, InternalIterator, SecondLevel, TwoLevelIter};
 use crate::key::{
     append_internal_key, user_key, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind,
 };
@@ -496,147 +496,254 @@ pub(crate) fn find_file(
 }
 
 /// A cursor over the files of one sorted level (>= 1), opening each table as it is reached.
-pub(crate) struct LevelIter {
-    icmp: InternalKeyComparator,
-    files: Vec<Arc<LiveFile>>,
-    table_cache: Arc<TableCache>,
-    options: BlockReadOptions,
-    /// The file `table` iterates; `files.len()` when none.
-    index: usize,
-    table: Option<TableIter>,
-    error: Option<crate::error::Error>,
-}
+pub(crate) struct LevelIter(TwoLevelIter<LevelTables>);
 
 impl LevelIter {
+    /// Requires: `files` sorted and non-overlapping (invariant 2).
     pub(crate) fn new(
         icmp: InternalKeyComparator,
         files: Vec<Arc<LiveFile>>,
         table_cache: Arc<TableCache>,
         options: BlockReadOptions,
     ) -> Self {
+        let index = LevelFileIter::new(icmp, files);
+        LevelIter(TwoLevelIter::new(
+            index,
+            LevelTables {
+                table_cache,
+                options,
+            },
+        ))
+    }
+}
+
+/// Opens the tables of a level's files, through the table cache, for [`LevelIter`].
+struct LevelTables {
+    table_cache: Arc<TableCache>,
+    options: BlockReadOptions,
+}
+
+impl SecondLevel for LevelTables {
+    type Index = LevelFileIter;
+    type Iter = TableIter;
+    /// The file's number and size.
+    type Id = (u64, u64);
+
+    fn id(&self, index: &LevelFileIter) -> Result<(u64, u64)> {
+        let f = index.file();
+        Ok((f.number, f.file_size))
+    }
+
+    #[inline]
+    fn open(&self, (number, size): (u64, u64)) -> Result<TableIter> {
+        Ok(self.table_cache.get(number, size)?.iter(self.options))
+    }
+}
+
+/// The index of a [`LevelIter`]: a cursor over a level's files, keyed by each file's largest
+/// key, so that a seek lands on the only file that may hold the target (invariant 2). Its
+/// value is the file's number and size, fixed-width little-endian.
+struct LevelFileIter {
+    icmp: InternalKeyComparator,
+    files: Vec<Arc<LiveFile>>,
+    /// The file the cursor is on; `files.len()` when none.
+    index: usize,
+    /// The value of the file at `index`, when there is one.
+    value: [u8; 16],
+}
+
+impl LevelFileIter {
+    fn new(icmp: InternalKeyComparator, files: Vec<Arc<LiveFile>>) -> Self {
         let index = files.len();
-        LevelIter {
+        LevelFileIter {
             icmp,
             files,
-            table_cache,
-            options,
             index,
-            table: None,
-            error: None,
+            value: [0; 16],
         }
     }
 
-    /// Opens file `index` (or closes the cursor if it is out of range).
-    fn open(&mut self, index: usize) {
-        self.index = index;
-        self.table = None;
-        if self.error.is_some() {
-            return;
-        }
-        let Some(f) = self.files.get(index) else {
-            return;
-        };
-        match self.table_cache.get(f.number, f.file_size) {
-            Ok(table) => self.table = Some(table.iter(self.options)),
-            Err(e) => self.error = Some(e),
+    fn go_to(&mut self, index: usize) {
+        self.index = index.min(self.files.len());
+        if let Some(f) = self.files.get(self.index) {
+            self.value[..8].copy_from_slice(&f.number.to_le_bytes());
+            self.value[8..].copy_from_slice(&f.file_size.to_le_bytes());
         }
     }
 
-    fn table_valid(&self) -> bool {
-        self.table.as_ref().is_some_and(|t| t.valid())
+    /// The file the cursor is on. Requires: `valid()`.
+    fn file(&self) -> &LiveFile {
+        &self.files[self.index]
     }
+}
 
-    fn table_failed(&mut self) -> bool {
-        if let Some(Err(e)) = self.table.as_ref().map(|t| t.status()) {
-            self.error.get_or_insert(e);
-            self.table = None;
-        }
-        self.error.is_some()
+impl InternalIterator for LevelFileIter {
+    fn valid(&self) -> bool {
+        self.index < self.files.len()
     }
-
-    fn skip_forward(&mut self) {
-        while !self.table_valid() {
-            if self.table_failed() || self.index + 1 >= self.files.len() {
-                self.table = None;
-                return;
-            }
-            self.open(self.index + 1);
-            if let Some(t) = self.table.as_mut() {
-                t.seek_to_first();
-            }
-        }
+    fn seek_to_first(&mut self) {
+        self.go_to(0);
     }
-
-    fn skip_backward(&mut self) {
-        while !self.table_valid() {
-            if self.table_failed() || self.index == 0 || self.index > self.files.len() {
-                self.table = None;
-                return;
-            }
-            self.open(self.index - 1);
-            if let Some(t) = self.table.as_mut() {
-                t.seek_to_last();
-            }
-        }
+    fn seek_to_last(&mut self) {
+        // An empty level has no last file: index 0 is then past the end.
+        self.go_to(self.files.len().saturating_sub(1));
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.go_to(find_file(&self.icmp, &self.files, target));
+    }
+    fn next(&mut self) {
+        self.go_to(self.index + 1);
+    }
+    fn prev(&mut self) {
+        // Before the first file is past the end, as for every cursor.
+        self.go_to(self.index.checked_sub(1).unwrap_or(self.files.len()));
+    }
+    fn key(&self) -> &[u8] {
+        &self.file().largest
+    }
+    fn value(&self) -> &[u8] {
+        &self.value
+    }
+    fn status(&self) -> Result<()> {
+        Ok(())
     }
 }
 
 impl InternalIterator for LevelIter {
+    #[inline]
     fn valid(&self) -> bool {
-        self.error.is_none() && self.table_valid()
+        self.0.valid()
     }
-
     fn seek_to_first(&mut self) {
-        self.open(0);
-        if let Some(t) = self.table.as_mut() {
-            t.seek_to_first();
-        }
-        self.skip_forward();
+        self.0.seek_to_first();
     }
-
     fn seek_to_last(&mut self) {
-        self.open(self.files.len().saturating_sub(1));
-        if let Some(t) = self.table.as_mut() {
-            t.seek_to_last();
-        }
-        self.skip_backward();
+        self.0.seek_to_last();
     }
-
     fn seek(&mut self, target: &[u8]) {
-        let index = find_file(&self.icmp, &self.files, target);
-        self.open(index);
-        if let Some(t) = self.table.as_mut() {
-            t.seek(target);
-        }
-        self.skip_forward();
+        self.0.seek(target);
     }
-
+    #[inline]
     fn next(&mut self) {
-        if let Some(t) = self.table.as_mut() {
-            t.next();
-        }
-        self.skip_forward();
+        self.0.next();
     }
-
+    #[inline]
     fn prev(&mut self) {
-        if let Some(t) = self.table.as_mut() {
-            t.prev();
-        }
-        self.skip_backward();
+        self.0.prev();
     }
-
+    #[inline]
     fn key(&self) -> &[u8] {
-        self.table.as_ref().expect("requires valid()").key()
+        self.0.key()
     }
-
+    #[inline]
     fn value(&self) -> &[u8] {
-        self.table.as_ref().expect("requires valid()").value()
+        self.0.value()
+    }
+    fn status(&self) -> Result<()> {
+        self.0.status()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::comparator::bytewise;
+    use crate::env::{read_file_to_vec, write_file, Env, MemEnv};
+    use crate::iter::contract::{check_against_model, check_errors_surface};
+    use crate::table::{TableBuilder, TableOptions};
+
+    type Entry = (Vec<u8>, Vec<u8>);
+
+    fn options() -> TableOptions {
+        TableOptions {
+            block_size: 128,
+            ..TableOptions::default()
+        }
     }
 
-    fn status(&self) -> Result<()> {
-        if let Some(e) = &self.error {
-            return Err(e.clone());
+    fn ikey(user: &[u8], seqno: SeqNo) -> Vec<u8> {
+        let mut k = Vec::new();
+        append_internal_key(&mut k, user, seqno, ValueKind::Value);
+        k
+    }
+
+    /// A level of tables of uneven sizes over consecutive keys, in `env` under `/db`; returns
+    /// its files and every entry in order.
+    fn level(env: &MemEnv) -> (Vec<Arc<LiveFile>>, Vec<Entry>) {
+        env.create_dir_all(Path::new("/db")).unwrap();
+        let (mut files, mut model) = (Vec::new(), Vec::new());
+        for (i, count) in [1, 7, 30, 2, 1, 12, 25, 3].into_iter().enumerate() {
+            let number = 10 + i as u64;
+            let path = crate::filename::table_file(Path::new("/db"), number);
+            let mut b = TableBuilder::new(options(), env.new_writable_file(&path).unwrap());
+            let first = model.len();
+            for n in first..first + count {
+                let entry = (
+                    ikey(format!("key{n:05}").as_bytes(), n as u64 + 1),
+                    format!("value{n}").into_bytes(),
+                );
+                b.add(&entry.0, &entry.1).unwrap();
+                model.push(entry);
+            }
+            let file_size = b.finish(true).unwrap();
+            files.push(LiveFile::new(FileMetaData {
+                number,
+                file_size,
+                smallest: model[first].0.clone(),
+                largest: model[model.len() - 1].0.clone(),
+            }));
         }
-        self.table.as_ref().map_or(Ok(()), |t| t.status())
+        (files, model)
+    }
+
+    fn level_iter(env: &MemEnv, files: &[Arc<LiveFile>]) -> LevelIter {
+        let env: Arc<dyn Env> = Arc::new(env.clone());
+        let cache = TableCache::new(env, Path::new("/db"), options(), None, 100);
+        LevelIter::new(
+            InternalKeyComparator::new(bytewise()),
+            files.to_vec(),
+            Arc::new(cache),
+            BlockReadOptions::default(),
+        )
+    }
+
+    #[test]
+    fn level_iter_meets_the_contract() {
+        let env = MemEnv::new();
+        let (files, model) = level(&env);
+        let probes: Vec<Vec<u8>> = (0..=model.len() * 2)
+            .map(|n| ikey(format!("key{:05}", n / 2).as_bytes(), n as u64 % 3))
+            .chain([ikey(b"", 1), ikey(b"zzz", 1)])
+            .collect();
+        let icmp = InternalKeyComparator::new(bytewise());
+        check_against_model(&mut level_iter(&env, &files), &model, &icmp, &probes);
+        check_against_model(&mut level_iter(&env, &[]), &[], &icmp, &probes);
+    }
+
+    #[test]
+    fn a_table_that_cannot_be_opened_surfaces_as_the_level_cursors_error() {
+        for victim in [0, 3, 7] {
+            let env = MemEnv::new();
+            let (files, model) = level(&env);
+            let path = crate::filename::table_file(Path::new("/db"), files[victim].number);
+            env.remove_file(&path).unwrap();
+            check_errors_surface(|| level_iter(&env, &files), &model);
+        }
+    }
+
+    #[test]
+    fn a_damaged_block_in_a_table_surfaces_as_the_level_cursors_error() {
+        for victim in [0, 2, 7] {
+            let env = MemEnv::new();
+            let (files, model) = level(&env);
+            let path = crate::filename::table_file(Path::new("/db"), files[victim].number);
+            let mut data = read_file_to_vec(&env, &path).unwrap();
+            // The first data block starts the file.
+            data[3] ^= 0x10;
+            write_file(&env, &path, &data, false).unwrap();
+            check_errors_surface(|| level_iter(&env, &files), &model);
+        }
     }
 }

@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`TwoLevelIter`]: a cursor over an index cursor whose entries each name a second-level cursor
+//! (a table's index block naming its data blocks; a level's file list naming its tables).
+//!
+//! It owns the walk: stepping across second-level boundaries in both directions, skipping
+//! second-level cursors with no entries, and stopping at the first error. It does not know
+//! what an index entry means or how the cursor it names is opened; a [`SecondLevel`] does. The
+//! types are generic parameters, so the per-entry path (`next`, `prev`, `key`, `value`) is
+//! monomorphized: no dynamic dispatch and no allocation is added to it.
+
+use super::InternalIterator;
+use crate::error::{Error, Result};
+
+/// What the entries of an index cursor name, and how to open it.
+pub(crate) trait SecondLevel {
+    /// The index cursor. Requires: its keys are sorted like the second-level keys, and the
+    /// entry for a second-level cursor has a key `>=` that cursor's last key and `<` the next
+    /// cursor's first key, so that seeking the index finds the only cursor that may hold a key.
+    type Index: InternalIterator;
+    /// The cursor an index entry names.
+    type Iter: InternalIterator;
+    /// Names a second-level cursor; equal ids name the same entries.
+    type Id: Copy + PartialEq;
+
+    /// The id of the cursor named by the entry `index` is on. Requires: `index.valid()`.
+    ///
+    /// # Errors
+    /// Corruption if the index entry does not decode.
+    fn id(&self, index: &Self::Index) -> Result<Self::Id>;
+
+    /// Opens the cursor `id` names; it need not be positioned.
+    ///
+    /// # Errors
+    /// Whatever opening it meets (I/O, corruption).
+    fn open(&self, id: Self::Id) -> Result<Self::Iter>;
+}
+
+/// A cursor over the entries of every second-level cursor an index cursor names, in index
+/// order.
+///
+/// Invariants:
+/// 1. `data` and `data_id` are both `Some` or both `None`. When they are `Some`, the index
+///    cursor is valid, `data_id` is the id of its entry, and `data` was opened from that id.
+/// 2. Once `error` is set it stays set and `data` is `None`: the cursor is invalid and
+///    `status` returns the error (contract item 5).
+/// 3. After every public move, either `data` is on an entry, or the walk ran out of index
+///    entries with every cursor it passed reporting `Ok`, or `error` is set. An empty or failed
+///    second-level cursor is never left behind as the position.
+pub(crate) struct TwoLevelIter<S: SecondLevel> {
+    index: S::Index,
+    second: S,
+    /// Kept apart from `data` so that the compiler builds the cursor `open` returns directly in
+    /// `data`: moved into an `(id, cursor)` tuple it is copied, and a table cursor is large.
+    data: Option<S::Iter>,
+    data_id: Option<S::Id>,
+    error: Option<Error>,
+}
+
+impl<S: SecondLevel> TwoLevelIter<S> {
+    /// A cursor over what `index`'s entries name, opened through `second`. Unpositioned.
+    pub(crate) fn new(index: S::Index, second: S) -> Self {
+        TwoLevelIter {
+            index,
+            second,
+            data: None,
+            data_id: None,
+            error: None,
+        }
+    }
+
+    /// Makes `data` the cursor the index entry names (invariant 1), keeping the open one when
+    /// the entry names it already.
+    fn load(&mut self) {
+        if self.error.is_some() || !self.index.valid() {
+            self.close();
+            return;
+        }
+        let id = match self.second.id(&self.index) {
+            Ok(id) => id,
+            Err(e) => return self.fail(e),
+        };
+        if self.data_id == Some(id) {
+            return;
+        }
+        match self.second.open(id) {
+            Ok(cursor) => {
+                self.data = Some(cursor);
+                self.data_id = Some(id);
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn close(&mut self) {
+        self.data = None;
+        self.data_id = None;
+    }
+
+    fn fail(&mut self, e: Error) {
+        // Invariant 2: the first error is the one kept.
+        self.error.get_or_insert(e);
+        self.close();
+    }
+
+    /// True if the walk may move on to another index entry: no error so far, and neither the
+    /// index nor the current second-level cursor reports one (else it is kept, invariant 2).
+    fn can_continue(&mut self) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        let status = self
+            .data
+            .as_ref()
+            .map_or(Ok(()), |d| d.status())
+            .and(self.index.status());
+        match status {
+            Ok(()) => true,
+            Err(e) => {
+                self.fail(e);
+                false
+            }
+        }
+    }
+
+    fn data_valid(&self) -> bool {
+        self.data.as_ref().is_some_and(|d| d.valid())
+    }
+
+    /// Invariant 3, forward: moves to the first entry of the next non-empty cursor.
+    #[inline(never)]
+    fn skip_empty_forward(&mut self) {
+        while !self.data_valid() {
+            if !self.can_continue() || !self.index.valid() {
+                self.close();
+                return;
+            }
+            self.index.next();
+            self.load();
+            if let Some(d) = self.data.as_mut() {
+                d.seek_to_first();
+            }
+        }
+    }
+
+    /// Invariant 3, backward: moves to the last entry of the previous non-empty cursor.
+    #[inline(never)]
+    fn skip_empty_backward(&mut self) {
+        while !self.data_valid() {
+            if !self.can_continue() || !self.index.valid() {
+                self.close();
+                return;
+            }
+            self.index.prev();
+            self.load();
+            if let Some(d) = self.data.as_mut() {
+                d.seek_to_last();
+            }
+        }
+    }
+
+    fn data(&self) -> &S::Iter {
+        self.data.as_ref().expect("requires valid()")
+    }
+}
+
+impl<S: SecondLevel> InternalIterator for TwoLevelIter<S> {
+    #[inline]
+    fn valid(&self) -> bool {
+        self.error.is_none() && self.data_valid()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.index.seek_to_first();
+        self.load();
+        if let Some(d) = self.data.as_mut() {
+            d.seek_to_first();
+        }
+        self.skip_empty_forward();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.index.seek_to_last();
+        self.load();
+        if let Some(d) = self.data.as_mut() {
+            d.seek_to_last();
+        }
+        self.skip_empty_backward();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.index.seek(target);
+        self.load();
+        if let Some(d) = self.data.as_mut() {
+            d.seek(target);
+        }
+        self.skip_empty_forward();
+    }
+
+    #[inline]
+    fn next(&mut self) {
+        if let Some(d) = self.data.as_mut() {
+            d.next();
+            // The per-entry path: most steps stay inside the second-level cursor.
+            if d.valid() {
+                return;
+            }
+        }
+        self.skip_empty_forward();
+    }
+
+    #[inline]
+    fn prev(&mut self) {
+        if let Some(d) = self.data.as_mut() {
+            d.prev();
+            // The per-entry path: most steps stay inside the second-level cursor.
+            if d.valid() {
+                return;
+            }
+        }
+        self.skip_empty_backward();
+    }
+
+    #[inline]
+    fn key(&self) -> &[u8] {
+        self.data().key()
+    }
+
+    #[inline]
+    fn value(&self) -> &[u8] {
+        self.data().value()
+    }
+
+    fn status(&self) -> Result<()> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        self.index.status()?;
+        self.data.as_ref().map_or(Ok(()), |d| d.status())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comparator::bytewise;
+    use crate::iter::contract::{check_against_model, check_errors_surface};
+    use crate::iter::VecIter;
+
+    type Entry = (Vec<u8>, Vec<u8>);
+
+    fn damage() -> Error {
+        Error::corruption("/test", 7, "test damage")
+    }
+
+    /// Second-level cursors over in-memory groups, any one of which can be made to fail.
+    #[derive(Clone, Default)]
+    struct Groups {
+        groups: Vec<Vec<Entry>>,
+        /// Opening this group fails.
+        open_fails: Option<usize>,
+        /// This group's cursor fails on its n-th move (0: the first).
+        cursor_fails: Option<(usize, usize)>,
+    }
+
+    impl SecondLevel for Groups {
+        type Index = VecIter;
+        type Iter = VecIter;
+        type Id = usize;
+
+        fn id(&self, index: &VecIter) -> Result<usize> {
+            let bytes: [u8; 8] = index
+                .value()
+                .try_into()
+                .map_err(|_| Error::corruption("/test", 0, "bad group number"))?;
+            Ok(u64::from_le_bytes(bytes) as usize)
+        }
+
+        fn open(&self, id: usize) -> Result<VecIter> {
+            if self.open_fails == Some(id) {
+                return Err(damage());
+            }
+            let mut it = VecIter::new(self.groups[id].clone());
+            if let Some((_, moves)) = self.cursor_fails.filter(|(g, _)| *g == id) {
+                it.fail_after(moves, damage());
+            }
+            Ok(it)
+        }
+    }
+
+    /// Groups of the given sizes over consecutive keys, their index, and all entries in order.
+    /// An empty group's index key lies between its neighbours' keys.
+    fn layout(sizes: &[usize]) -> (Vec<Entry>, Groups, Vec<Entry>) {
+        let (mut index, mut groups, mut model) = (Vec::new(), Groups::default(), Vec::new());
+        let mut last_key: Vec<u8> = Vec::new();
+        for (g, &size) in sizes.iter().enumerate() {
+            let group: Vec<Entry> = (model.len()..model.len() + size)
+                .map(|n| {
+                    (
+                        format!("k{n:05}").into_bytes(),
+                        format!("v{n}").into_bytes(),
+                    )
+                })
+                .collect();
+            last_key = match group.last() {
+                Some((k, _)) => k.clone(),
+                None => [&last_key[..], b"\0"].concat(),
+            };
+            index.push((last_key.clone(), (g as u64).to_le_bytes().to_vec()));
+            model.extend(group.iter().cloned());
+            groups.groups.push(group);
+        }
+        (index, groups, model)
+    }
+
+    /// Uneven groups, with runs of empty ones at both ends and in the middle.
+    fn sizes() -> Vec<usize> {
+        let mut sizes = vec![0, 0, 1];
+        sizes.extend((0..40).map(|i| [0, 3, 1, 0, 0, 5, 2][i % 7]));
+        sizes.extend([0, 0]);
+        sizes
+    }
+
+    fn probes(model: &[Entry]) -> Vec<Vec<u8>> {
+        let mut probes: Vec<Vec<u8>> = (0..=model.len() * 2)
+            .map(|n| format!("k{:05}", n / 2).into_bytes())
+            .collect();
+        probes.extend(model.iter().map(|(k, _)| [&k[..], b"\0"].concat()));
+        probes.extend([Vec::new(), b"\0".to_vec(), b"z".to_vec()]);
+        probes
+    }
+
+    #[test]
+    fn walk_across_uneven_and_empty_groups_meets_the_contract() {
+        let (index, groups, model) = layout(&sizes());
+        let mut it = TwoLevelIter::new(VecIter::new(index), groups);
+        check_against_model(&mut it, &model, &*bytewise(), &probes(&model));
+    }
+
+    #[test]
+    fn no_groups_or_only_empty_ones_show_no_entries() {
+        for sizes in [&[][..], &[0], &[0, 0, 0]] {
+            let (index, groups, model) = layout(sizes);
+            let mut it = TwoLevelIter::new(VecIter::new(index), groups);
+            check_against_model(&mut it, &model, &*bytewise(), &probes(&model));
+        }
+    }
+
+    #[test]
+    fn a_second_level_cursor_that_fails_to_open_surfaces_its_error() {
+        let (index, groups, model) = layout(&sizes());
+        for g in 0..groups.groups.len() {
+            let groups = Groups {
+                open_fails: Some(g),
+                ..groups.clone()
+            };
+            check_errors_surface(
+                || TwoLevelIter::new(VecIter::new(index.clone()), groups.clone()),
+                &model,
+            );
+        }
+    }
+
+    #[test]
+    fn a_second_level_cursor_that_fails_while_moving_surfaces_its_error() {
+        let (index, groups, model) = layout(&sizes());
+        for (g, group) in groups.groups.iter().enumerate() {
+            // Every full scan makes at least one move in each group, two in non-empty ones.
+            let moves = if group.is_empty() { 1 } else { 2 };
+            for m in 0..moves {
+                let groups = Groups {
+                    cursor_fails: Some((g, m)),
+                    ..groups.clone()
+                };
+                check_errors_surface(
+                    || TwoLevelIter::new(VecIter::new(index.clone()), groups.clone()),
+                    &model,
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_index_cursor_that_fails_surfaces_its_error() {
+        let (index, groups, model) = layout(&sizes());
+        // A full scan moves the index once per group and once more past the end.
+        for m in 0..=index.len() {
+            check_errors_surface(
+                || {
+                    let mut index = VecIter::new(index.clone());
+                    index.fail_after(m, damage());
+                    TwoLevelIter::new(index, groups.clone())
+                },
+                &model,
+            );
+        }
+    }
+
+    #[test]
+    fn an_index_entry_that_does_not_decode_surfaces_its_error() {
+        let (index, groups, model) = layout(&sizes());
+        for g in 0..index.len() {
+            let mut index = index.clone();
+            index[g].1.pop();
+            check_errors_surface(
+                || TwoLevelIter::new(VecIter::new(index.clone()), groups.clone()),
+                &model,
+            );
+        }
+    }
+}
