@@ -4,11 +4,19 @@
 //!
 //! # Locking
 //!
-//! `DbInner::blob_writers` guards [`BlobWriters`]. Writers' own threads take it alone, to
-//! append their large values before they join the writer queue. The memtable switch takes it
-//! under the state mutex and the log mutex, the leader of a synced group under the log mutex,
-//! and a flush alone. Lock order: state, then log, then blob writers; a thread holding the blob
-//! writers takes no other lock.
+//! `DbInner::blob_writers` guards [`BlobWriters`]. Who takes it:
+//! - a writer's own thread, alone, to append its large values before it joins the writer
+//!   queue (a new file's number is taken under the state mutex first, with the blob writers
+//!   released);
+//! - the memtable switch, under the state mutex and the log mutex (sealing the active file);
+//! - the leader of a synced group, or the blob collector syncing the log, under the log mutex
+//!   (values are synced before the pointers to them);
+//! - a flush: alone to sync the sealed files, then under the state mutex to release them once
+//!   the table is installed;
+//! - the blob collector (files being written) and `Db::blob_files`, alone.
+//!
+//! Lock order: state, then log, then blob writers; a thread holding the blob writers takes no
+//! other lock (a failed append drops them before it records the error under the state mutex).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
