@@ -20,7 +20,7 @@ use crate::iter::{BoxedIter, InternalIterator, MergingIter};
 use crate::key::{InternalKeyComparator, ParsedInternalKey, ValueKind, MAX_SEQNO};
 use crate::table::{BlockReadOptions, TableBuilder, TableOptions};
 use crate::version::set::new_table_meta;
-use crate::version::version::LevelIter;
+use crate::version::version::level_iter;
 use crate::version::FileMetaData;
 
 /// What a compaction job asks of the database that runs it.
@@ -69,7 +69,7 @@ fn input_iterator(files: &JobFiles<'_>, c: &Compaction) -> Result<MergingIter> {
                 children.push(Box::new(table.iter(options)));
             }
         } else if !c.inputs[which].is_empty() {
-            children.push(Box::new(LevelIter::new(
+            children.push(Box::new(level_iter(
                 files.icmp.clone(),
                 c.inputs[which].clone(),
                 files.table_cache.clone(),

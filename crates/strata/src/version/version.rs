@@ -409,7 +409,7 @@ impl Version {
         }
         for level in 1..NUM_LEVELS {
             if !self.files[level].is_empty() {
-                out.push(Box::new(LevelIter::new(
+                out.push(Box::new(level_iter(
                     self.icmp.clone(),
                     self.files[level].clone(),
                     table_cache.clone(),
@@ -496,29 +496,28 @@ pub(crate) fn find_file(
 }
 
 /// A cursor over the files of one sorted level (>= 1), opening each table as it is reached.
-pub(crate) struct LevelIter(TwoLevelIter<LevelTables>);
+/// Crate-private, so the two-level cursor itself serves (`TableIter` wraps its own to keep
+/// its block opener out of the public API).
+pub(crate) type LevelIter = TwoLevelIter<LevelTables>;
 
-impl LevelIter {
-    /// Requires: `files` sorted and non-overlapping (invariant 2).
-    pub(crate) fn new(
-        icmp: InternalKeyComparator,
-        files: Vec<Arc<LiveFile>>,
-        table_cache: Arc<TableCache>,
-        options: BlockReadOptions,
-    ) -> Self {
-        let index = LevelFileIter::new(icmp, files);
-        LevelIter(TwoLevelIter::new(
-            index,
-            LevelTables {
-                table_cache,
-                options,
-            },
-        ))
-    }
+/// A [`LevelIter`] over `files`. Requires: `files` sorted and non-overlapping (invariant 2).
+pub(crate) fn level_iter(
+    icmp: InternalKeyComparator,
+    files: Vec<Arc<LiveFile>>,
+    table_cache: Arc<TableCache>,
+    options: BlockReadOptions,
+) -> LevelIter {
+    TwoLevelIter::new(
+        LevelFileIter::new(icmp, files),
+        LevelTables {
+            table_cache,
+            options,
+        },
+    )
 }
 
 /// Opens the tables of a level's files, through the table cache, for [`LevelIter`].
-struct LevelTables {
+pub(crate) struct LevelTables {
     table_cache: Arc<TableCache>,
     options: BlockReadOptions,
 }
@@ -543,7 +542,7 @@ impl SecondLevel for LevelTables {
 /// The index of a [`LevelIter`]: a cursor over a level's files, keyed by each file's largest
 /// key, so that a seek lands on the only file that may hold the target (invariant 2). Its
 /// value is the file's number and size, fixed-width little-endian.
-struct LevelFileIter {
+pub(crate) struct LevelFileIter {
     icmp: InternalKeyComparator,
     files: Vec<Arc<LiveFile>>,
     /// The file the cursor is on; `files.len()` when none.
@@ -609,41 +608,6 @@ impl InternalIterator for LevelFileIter {
     }
 }
 
-impl InternalIterator for LevelIter {
-    #[inline]
-    fn valid(&self) -> bool {
-        self.0.valid()
-    }
-    fn seek_to_first(&mut self) {
-        self.0.seek_to_first();
-    }
-    fn seek_to_last(&mut self) {
-        self.0.seek_to_last();
-    }
-    fn seek(&mut self, target: &[u8]) {
-        self.0.seek(target);
-    }
-    #[inline]
-    fn next(&mut self) {
-        self.0.next();
-    }
-    #[inline]
-    fn prev(&mut self) {
-        self.0.prev();
-    }
-    #[inline]
-    fn key(&self) -> &[u8] {
-        self.0.key()
-    }
-    #[inline]
-    fn value(&self) -> &[u8] {
-        self.0.value()
-    }
-    fn status(&self) -> Result<()> {
-        self.0.status()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -698,10 +662,10 @@ mod tests {
         (files, model)
     }
 
-    fn level_iter(env: &MemEnv, files: &[Arc<LiveFile>]) -> LevelIter {
+    fn level_iter_in(env: &MemEnv, files: &[Arc<LiveFile>]) -> LevelIter {
         let env: Arc<dyn Env> = Arc::new(env.clone());
         let cache = TableCache::new(env, Path::new("/db"), options(), None, 100);
-        LevelIter::new(
+        super::level_iter(
             InternalKeyComparator::new(bytewise()),
             files.to_vec(),
             Arc::new(cache),
@@ -718,8 +682,8 @@ mod tests {
             .chain([ikey(b"", 1), ikey(b"zzz", 1)])
             .collect();
         let icmp = InternalKeyComparator::new(bytewise());
-        check_against_model(&mut level_iter(&env, &files), &model, &icmp, &probes);
-        check_against_model(&mut level_iter(&env, &[]), &[], &icmp, &probes);
+        check_against_model(&mut level_iter_in(&env, &files), &model, &icmp, &probes);
+        check_against_model(&mut level_iter_in(&env, &[]), &[], &icmp, &probes);
     }
 
     #[test]
@@ -729,7 +693,7 @@ mod tests {
             let (files, model) = level(&env);
             let path = crate::filename::table_file(Path::new("/db"), files[victim].number);
             env.remove_file(&path).unwrap();
-            check_errors_surface(|| level_iter(&env, &files), &model);
+            check_errors_surface(|| level_iter_in(&env, &files), &model);
         }
     }
 
@@ -743,7 +707,7 @@ mod tests {
             // The first data block starts the file.
             data[3] ^= 0x10;
             write_file(&env, &path, &data, false).unwrap();
-            check_errors_surface(|| level_iter(&env, &files), &model);
+            check_errors_surface(|| level_iter_in(&env, &files), &model);
         }
     }
 }
