@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
+mod common;
+
 use proptest::prelude::*;
 use strata::{Db, Env, MemEnv, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
@@ -241,20 +243,9 @@ impl Harness {
     /// With no cursor open and the background idle, the directory holds exactly the tables
     /// of the current version (`leveldb.sstables`): obsolete ones are deleted at once.
     fn check_only_live_tables(&self) -> Result<(), TestCaseError> {
-        let listed = self.db().property("leveldb.sstables").unwrap();
-        let mut live: Vec<u64> = listed
-            .lines()
-            .filter_map(|line| line.trim_start().split(':').next()?.parse().ok())
-            .collect();
-        live.sort_unstable();
-        let mut on_disk: Vec<u64> = self
-            .env
-            .children(std::path::Path::new("/db"))
-            .unwrap()
-            .iter()
-            .filter_map(|name| name.strip_suffix(".ldb")?.parse().ok())
-            .collect();
-        on_disk.sort_unstable();
+        let live = common::version_tables(self.db());
+        let on_disk =
+            common::table_numbers(self.env.children(std::path::Path::new("/db")).unwrap());
         prop_assert_eq!(on_disk, live, "tables on disk and in the version differ");
         Ok(())
     }

@@ -7,8 +7,10 @@
 use std::cmp::Ordering;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Duration;
+
+mod common;
 
 use strata::filter::FilterPolicy;
 use strata::{Comparator, Db, Error, Options, ReadOptions, WriteOptions};
@@ -89,12 +91,7 @@ fn open(dir: &std::path::Path, trap: &Arc<Trap>, trapped: Trapped) -> Db {
 
 /// Runs `f` on another thread; fails the test if it does not finish in time.
 fn watchdog<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(WATCHDOG)
-        .unwrap_or_else(|_| panic!("{what}: hung (no answer in {WATCHDOG:?})"))
+    common::within(what, WATCHDOG, f).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn fill(db: &Db, from: u32, to: u32) {

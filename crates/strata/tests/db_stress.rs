@@ -1128,20 +1128,11 @@ fn verify_final(db: &Db, world: &World, when: &str) -> Result<(), String> {
 fn only_live_tables(db: &Db, dir: &std::path::Path, when: &str) -> Result<(), String> {
     db.wait_for_compactions()
         .ctx(|| format!("waiting for compactions {when}"))?;
-    let listed = db.property("leveldb.sstables").unwrap_or_default();
-    let mut live: Vec<u64> = listed
-        .lines()
-        .filter_map(|line| line.trim_start().split(':').next()?.parse().ok())
-        .collect();
-    live.sort_unstable();
-    let mut on_disk: Vec<u64> = std::fs::read_dir(dir)
+    let live = common::version_tables(db);
+    let names = std::fs::read_dir(dir)
         .map_err(|e| format!("listing {}: {e}", dir.display()))?
-        .filter_map(|entry| {
-            let name = entry.ok()?.file_name().into_string().ok()?;
-            name.strip_suffix(".ldb")?.parse().ok()
-        })
-        .collect();
-    on_disk.sort_unstable();
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok());
+    let on_disk = common::table_numbers(names);
     if on_disk != live {
         return Err(format!(
             "{when}: tables on disk {on_disk:?}, in the version {live:?}"

@@ -24,7 +24,7 @@ mod common;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::writes::{batch, fingerprints, recovered_prefix, Shape};
@@ -215,19 +215,6 @@ fn check_after(dir: &Path, out: &Outcome, prints: &[u64]) -> Result<(), String> 
     Ok(())
 }
 
-/// Runs `f` on another thread; an error if it does not finish within the watchdog's time.
-fn with_watchdog<T: Send + 'static>(
-    what: String,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(WATCHDOG)
-        .map_err(|_| format!("{what}: did not finish within {WATCHDOG:?} (hung)"))
-}
-
 fn sweep(workload: Workload) {
     common::count_panics();
     let stride: u64 = std::env::var("STRATA_FAULT_STRIDE")
@@ -262,7 +249,7 @@ fn sweep(workload: Workload) {
             for persistent in [false, true] {
                 let what = format!("{workload:?}: fault at call {at}, persistent {persistent}");
                 let prints = prints.clone();
-                let result = with_watchdog(what.clone(), move || {
+                let result = common::within(&what, WATCHDOG, move || {
                     let dir = prepare(workload);
                     let plan = Arc::new(Plan {
                         at: Some((at, persistent)),

@@ -117,3 +117,39 @@ pub fn count_panics() {
 pub fn panics() -> u64 {
     PANICS.load(Ordering::SeqCst)
 }
+
+/// Runs `f` on another thread and waits at most `limit` for it: `Err` naming `what` if it
+/// did not finish (it hung; the thread is left behind). A panic in `f` is also `Err`.
+pub fn within<T: Send + 'static>(
+    what: &str,
+    limit: std::time::Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit)
+        .map_err(|_| format!("{what}: did not finish within {limit:?} (hung or panicked)"))
+}
+
+/// The table numbers the current version lists (`leveldb.sstables`), sorted.
+pub fn version_tables(db: &strata::Db) -> Vec<u64> {
+    let listed = db.property("leveldb.sstables").unwrap_or_default();
+    let mut live: Vec<u64> = listed
+        .lines()
+        .filter_map(|line| line.trim_start().split(':').next()?.parse().ok())
+        .collect();
+    live.sort_unstable();
+    live
+}
+
+/// The table numbers among file `names` (`NNNNNN.ldb`), sorted.
+pub fn table_numbers<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Vec<u64> {
+    let mut numbers: Vec<u64> = names
+        .into_iter()
+        .filter_map(|name| name.as_ref().strip_suffix(".ldb")?.parse().ok())
+        .collect();
+    numbers.sort_unstable();
+    numbers
+}
