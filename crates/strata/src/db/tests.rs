@@ -1004,3 +1004,22 @@ fn a_logged_batch_with_sequence_numbers_past_the_largest_is_corruption() {
         other => panic!("expected corruption, got {:?}", other.map(|_| ())),
     }
 }
+
+#[test]
+fn a_panic_while_the_state_mutex_is_held_poisons_the_database() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, options(&env)).unwrap();
+    db.put(&w(), b"k", b"v").unwrap();
+    let inner = db.inner.clone();
+    let panicked = std::thread::spawn(move || {
+        let _state = inner.state.lock().unwrap();
+        panic!("a bug while holding the state mutex");
+    })
+    .join();
+    assert!(panicked.is_err());
+    let e = db.put(&w(), b"k", b"w").unwrap_err();
+    assert!(e.is_poisoned(), "{e}");
+    assert_eq!(db.get(&r(), b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    let e = db.compact_range(None, None).unwrap_err();
+    assert!(e.is_poisoned(), "{e}");
+}
