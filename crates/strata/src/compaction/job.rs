@@ -19,8 +19,8 @@ use crate::filename;
 use crate::iter::{BoxedIter, InternalIterator, MergingIter};
 use crate::key::{InternalKeyComparator, ParsedInternalKey, ValueKind, MAX_SEQNO};
 use crate::table::{BlockReadOptions, TableBuilder, TableOptions};
+use crate::version::level_iter::level_iter;
 use crate::version::set::new_table_meta;
-use crate::version::version::level_iter;
 use crate::version::FileMetaData;
 
 /// What a compaction job asks of the database that runs it.

@@ -3,6 +3,7 @@
 //! change it.
 
 mod edit;
+pub(crate) mod level_iter;
 pub(crate) mod set;
 // The style guide's layout: `version/version.rs` holds the `Version` type.
 #[allow(clippy::module_inception)]

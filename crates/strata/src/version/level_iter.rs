@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`LevelIter`]: a cursor over the files of one sorted level (>= 1), opening each table as
+//! it is reached: the two-level cursor whose index is the level's file list.
+//!
+//! Requires the version's invariant 2 (files of a level >= 1 do not overlap and are sorted),
+//! so that a seek lands on the one file that may hold the target.
+
+use std::sync::Arc;
+
+use super::version::{find_file, LiveFile};
+use crate::cache::TableCache;
+use crate::error::Result;
+use crate::iter::{InternalIterator, SecondLevel, TwoLevelIter};
+use crate::key::InternalKeyComparator;
+use crate::table::{BlockReadOptions, TableIter};
+
+/// A cursor over the files of one sorted level (>= 1), opening each table as it is reached.
+/// Crate-private, so the two-level cursor itself serves (`TableIter` wraps its own to keep
+/// its block opener out of the public API).
+pub(crate) type LevelIter = TwoLevelIter<LevelTables>;
+
+/// A [`LevelIter`] over `files`. Requires: `files` sorted and non-overlapping (invariant 2).
+pub(crate) fn level_iter(
+    icmp: InternalKeyComparator,
+    files: Vec<Arc<LiveFile>>,
+    table_cache: Arc<TableCache>,
+    options: BlockReadOptions,
+) -> LevelIter {
+    TwoLevelIter::new(
+        LevelFileIter::new(icmp, files),
+        LevelTables {
+            table_cache,
+            options,
+        },
+    )
+}
+
+/// Opens the tables of a level's files, through the table cache, for [`LevelIter`].
+pub(crate) struct LevelTables {
+    table_cache: Arc<TableCache>,
+    options: BlockReadOptions,
+}
+
+impl SecondLevel for LevelTables {
+    type Index = LevelFileIter;
+    type Iter = TableIter;
+    /// The file's number and size.
+    type Id = (u64, u64);
+
+    fn id(&self, index: &LevelFileIter) -> Result<(u64, u64)> {
+        let f = index.file();
+        Ok((f.number, f.file_size))
+    }
+
+    #[inline]
+    fn open(&self, (number, size): (u64, u64)) -> Result<TableIter> {
+        Ok(self.table_cache.get(number, size)?.iter(self.options))
+    }
+}
+
+/// The index of a [`LevelIter`]: a cursor over a level's files, keyed by each file's largest
+/// key, so that a seek lands on the only file that may hold the target (invariant 2). Its
+/// value is the file's number and size, fixed-width little-endian.
+pub(crate) struct LevelFileIter {
+    icmp: InternalKeyComparator,
+    files: Vec<Arc<LiveFile>>,
+    /// The file the cursor is on; `files.len()` when none.
+    index: usize,
+    /// The value of the file at `index`, when there is one.
+    value: [u8; 16],
+}
+
+impl LevelFileIter {
+    fn new(icmp: InternalKeyComparator, files: Vec<Arc<LiveFile>>) -> Self {
+        let index = files.len();
+        LevelFileIter {
+            icmp,
+            files,
+            index,
+            value: [0; 16],
+        }
+    }
+
+    fn go_to(&mut self, index: usize) {
+        self.index = index.min(self.files.len());
+        if let Some(f) = self.files.get(self.index) {
+            self.value[..8].copy_from_slice(&f.number.to_le_bytes());
+            self.value[8..].copy_from_slice(&f.file_size.to_le_bytes());
+        }
+    }
+
+    /// The file the cursor is on. Requires: `valid()`.
+    fn file(&self) -> &LiveFile {
+        &self.files[self.index]
+    }
+}
+
+impl InternalIterator for LevelFileIter {
+    fn valid(&self) -> bool {
+        self.index < self.files.len()
+    }
+    fn seek_to_first(&mut self) {
+        self.go_to(0);
+    }
+    fn seek_to_last(&mut self) {
+        // An empty level has no last file: index 0 is then past the end.
+        self.go_to(self.files.len().saturating_sub(1));
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.go_to(find_file(&self.icmp, &self.files, target));
+    }
+    fn next(&mut self) {
+        self.go_to(self.index + 1);
+    }
+    fn prev(&mut self) {
+        // Before the first file is past the end, as for every cursor.
+        self.go_to(self.index.checked_sub(1).unwrap_or(self.files.len()));
+    }
+    fn key(&self) -> &[u8] {
+        &self.file().largest
+    }
+    fn value(&self) -> &[u8] {
+        &self.value
+    }
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::comparator::bytewise;
+    use crate::env::{read_file_to_vec, write_file, Env, MemEnv};
+    use crate::iter::contract::{check_against_model, check_errors_surface};
+    use crate::key::{append_internal_key, SeqNo, ValueKind};
+    use crate::table::{TableBuilder, TableOptions};
+    use crate::version::FileMetaData;
+
+    type Entry = (Vec<u8>, Vec<u8>);
+
+    fn options() -> TableOptions {
+        TableOptions {
+            block_size: 128,
+            ..TableOptions::default()
+        }
+    }
+
+    fn ikey(user: &[u8], seqno: SeqNo) -> Vec<u8> {
+        let mut k = Vec::new();
+        append_internal_key(&mut k, user, seqno, ValueKind::Value);
+        k
+    }
+
+    /// A level of tables of uneven sizes over consecutive keys, in `env` under `/db`; returns
+    /// its files and every entry in order.
+    fn level(env: &MemEnv) -> (Vec<Arc<LiveFile>>, Vec<Entry>) {
+        env.create_dir_all(Path::new("/db")).unwrap();
+        let (mut files, mut model) = (Vec::new(), Vec::new());
+        for (i, count) in [1, 7, 30, 2, 1, 12, 25, 3].into_iter().enumerate() {
+            let number = 10 + i as u64;
+            let path = crate::filename::table_file(Path::new("/db"), number);
+            let mut b = TableBuilder::new(options(), env.new_writable_file(&path).unwrap());
+            let first = model.len();
+            for n in first..first + count {
+                let entry = (
+                    ikey(format!("key{n:05}").as_bytes(), n as u64 + 1),
+                    format!("value{n}").into_bytes(),
+                );
+                b.add(&entry.0, &entry.1).unwrap();
+                model.push(entry);
+            }
+            let file_size = b.finish(true).unwrap();
+            files.push(LiveFile::new(FileMetaData {
+                number,
+                file_size,
+                smallest: model[first].0.clone(),
+                largest: model[model.len() - 1].0.clone(),
+            }));
+        }
+        (files, model)
+    }
+
+    fn level_iter_in(env: &MemEnv, files: &[Arc<LiveFile>]) -> LevelIter {
+        let env: Arc<dyn Env> = Arc::new(env.clone());
+        let cache = TableCache::new(env, Path::new("/db"), options(), None, 100);
+        super::level_iter(
+            InternalKeyComparator::new(bytewise()),
+            files.to_vec(),
+            Arc::new(cache),
+            BlockReadOptions::default(),
+        )
+    }
+
+    #[test]
+    fn level_iter_meets_the_contract() {
+        let env = MemEnv::new();
+        let (files, model) = level(&env);
+        let probes: Vec<Vec<u8>> = (0..=model.len() * 2)
+            .map(|n| ikey(format!("key{:05}", n / 2).as_bytes(), n as u64 % 3))
+            .chain([ikey(b"", 1), ikey(b"zzz", 1)])
+            .collect();
+        let icmp = InternalKeyComparator::new(bytewise());
+        check_against_model(&mut level_iter_in(&env, &files), &model, &icmp, &probes);
+        check_against_model(&mut level_iter_in(&env, &[]), &[], &icmp, &probes);
+    }
+
+    #[test]
+    fn a_table_that_cannot_be_opened_surfaces_as_the_level_cursors_error() {
+        for victim in [0, 3, 7] {
+            let env = MemEnv::new();
+            let (files, model) = level(&env);
+            let path = crate::filename::table_file(Path::new("/db"), files[victim].number);
+            env.remove_file(&path).unwrap();
+            check_errors_surface(|| level_iter_in(&env, &files), &model);
+        }
+    }
+
+    #[test]
+    fn a_damaged_block_in_a_table_surfaces_as_the_level_cursors_error() {
+        for victim in [0, 2, 7] {
+            let env = MemEnv::new();
+            let (files, model) = level(&env);
+            let path = crate::filename::table_file(Path::new("/db"), files[victim].number);
+            let mut data = read_file_to_vec(&env, &path).unwrap();
+            // The first data block starts the file.
+            data[3] ^= 0x10;
+            write_file(&env, &path, &data, false).unwrap();
+            check_errors_surface(|| level_iter_in(&env, &files), &model);
+        }
+    }
+}
