@@ -5,7 +5,7 @@
 //! directory. `--engine=NAME` runs the same suite, with the same key and value generator and
 //! timing loop, on another engine built in with its cargo feature (`--features peers` builds
 //! them all). `--compare` runs the benchmark reports' configurations on every engine and writes
-//! an HTML report with charts and a Markdown table (see `compare.rs`).
+//! an HTML report with charts and a Markdown table (see `compare/`).
 
 mod compare;
 mod engine;
