@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! The API on the in-memory env: reads, writes, iterators, snapshots, comparators, ranges and
+//! properties.
+
+use super::*;
+
+#[test]
+fn put_get_delete_and_reopen() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, options(&env)).unwrap();
+    db.put(&w(), b"a", b"1").unwrap();
+    db.put(&w(), b"b", b"2").unwrap();
+    db.delete(&w(), b"a").unwrap();
+    db.put(&w(), b"", b"empty key").unwrap();
+    assert_eq!(db.get(&r(), b"a").unwrap(), None);
+    assert_eq!(db.get(&r(), b"b").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(
+        db.get(&r(), b"").unwrap().as_deref(),
+        Some(&b"empty key"[..])
+    );
+    drop(db);
+    let db = Db::open(DIR, options(&env)).unwrap();
+    assert_eq!(db.get(&r(), b"a").unwrap(), None);
+    assert_eq!(db.get(&r(), b"b").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(scan(&db).len(), 2);
+}
+
+#[test]
+fn iterators_hide_deletions_and_old_versions_both_ways() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    for round in 0..3 {
+        for i in 0..500u32 {
+            let k = format!("k{i:04}");
+            if (i + round) % 4 == 0 {
+                db.delete(&w(), k.as_bytes()).unwrap();
+            } else {
+                db.put(&w(), k.as_bytes(), format!("{round}").as_bytes())
+                    .unwrap();
+            }
+        }
+        if round == 1 {
+            db.compact_range(None, None).unwrap();
+        }
+    }
+    let forward = scan(&db);
+    let mut backward: Vec<_> = db.scan(&r()).unwrap().rev().map(Result::unwrap).collect();
+    backward.reverse();
+    assert_eq!(forward, backward);
+    assert!(forward.iter().all(|(_, v)| v == b"2"));
+    assert_eq!(forward.len(), 375);
+    // Mixed directions on the cursor.
+    let mut it = db.iter(&r()).unwrap();
+    it.seek(b"k0100");
+    let at = it.key().to_vec();
+    it.next();
+    it.prev();
+    assert_eq!(it.key(), &at[..]);
+    it.prev();
+    it.next();
+    assert_eq!(it.key(), &at[..]);
+}
+
+#[test]
+fn snapshots_see_exactly_the_writes_before_them() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    db.put(&w(), b"k", b"v1").unwrap();
+    let s1 = db.snapshot();
+    db.put(&w(), b"k", b"v2").unwrap();
+    db.delete(&w(), b"k").unwrap();
+    for i in 0..5000u32 {
+        db.put(&w(), format!("filler{i}").as_bytes(), &[0u8; 100])
+            .unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    fn at(s: &Snapshot) -> ReadOptions<'_> {
+        ReadOptions {
+            snapshot: Some(s),
+            ..ReadOptions::default()
+        }
+    }
+    assert_eq!(db.get(&at(&s1), b"k").unwrap().as_deref(), Some(&b"v1"[..]));
+    assert_eq!(db.get(&r(), b"k").unwrap(), None);
+    let snap_scan: Vec<_> = db
+        .prefix(&at(&s1), b"k")
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(snap_scan, vec![(b"k".to_vec(), b"v1".to_vec())]);
+    let other = Db::open("/other", options(&env)).unwrap();
+    assert!(matches!(
+        other.get(&at(&s1), b"k"),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn custom_comparator_orders_keys() {
+    let env = MemEnv::new();
+    let opts = Options {
+        comparator: Arc::new(Reverse),
+        ..small_options(&env)
+    };
+    let db = Db::open(DIR, opts.clone()).unwrap();
+    for i in 0..3000u32 {
+        db.put(&w(), format!("{i:05}").as_bytes(), b"v").unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let keys: Vec<Vec<u8>> = scan(&db).into_iter().map(|(k, _)| k).collect();
+    assert_eq!(keys.first().unwrap(), b"02999");
+    assert_eq!(keys.last().unwrap(), b"00000");
+    assert_eq!(keys.len(), 3000);
+    drop(db);
+    assert_eq!(scan(&Db::open(DIR, opts).unwrap()).len(), 3000);
+}
+
+/// Keys are a 4-byte user id then a time: users ascending, and each user's times descending
+/// (the newest first). A key's first 4 bytes are compared bytewise, the rest in reverse.
+struct UserTime;
+
+impl Comparator for UserTime {
+    fn name(&self) -> &str {
+        "test.UserTime"
+    }
+    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        let (ua, ta) = a.split_at(a.len().min(4));
+        let (ub, tb) = b.split_at(b.len().min(4));
+        ua.cmp(ub).then_with(|| tb.cmp(ta))
+    }
+    fn find_shortest_separator(&self, _: &mut Vec<u8>, _: &[u8]) {}
+    fn find_short_successor(&self, _: &mut Vec<u8>) {}
+}
+
+fn user_time_key(user: u32, time: u64) -> Vec<u8> {
+    [&user.to_be_bytes()[..], &time.to_be_bytes()].concat()
+}
+
+/// Regression (issue #15): `prefix` computed bytewise bounds under any comparator. Here a
+/// bare user id sorts after all of that user's keys, so `prefix(user 3)` returned user 4's.
+#[test]
+fn prefix_returns_exactly_the_keys_starting_with_it_under_a_custom_comparator() {
+    let env = MemEnv::new();
+    let db = Db::open(
+        DIR,
+        Options {
+            comparator: Arc::new(UserTime),
+            ..small_options(&env)
+        },
+    )
+    .unwrap();
+    for user in 1..=5u32 {
+        for time in 1..=4u64 {
+            db.put(&w(), &user_time_key(user, time), b"v").unwrap();
+        }
+    }
+    fn keys(range: impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>) -> Vec<Vec<u8>> {
+        range.map(|i| i.unwrap().0).collect()
+    }
+    let newest_first: Vec<Vec<u8>> = (1..=4u64).rev().map(|t| user_time_key(3, t)).collect();
+    let oldest_first: Vec<Vec<u8>> = newest_first.iter().rev().cloned().collect();
+    for flushed in [false, true] {
+        let prefix = 3u32.to_be_bytes();
+        assert_eq!(
+            keys(db.prefix(&r(), &prefix).unwrap()),
+            newest_first,
+            "{flushed}"
+        );
+        assert_eq!(
+            keys(db.prefix(&r(), &prefix).unwrap().rev()),
+            oldest_first,
+            "{flushed}"
+        );
+        // A prefix longer than the user id, and one every key has.
+        let with_time = [&prefix[..], &[0; 7]].concat();
+        assert_eq!(keys(db.prefix(&r(), &with_time).unwrap()), newest_first);
+        assert_eq!(keys(db.prefix(&r(), &[0, 0, 0]).unwrap()).len(), 20);
+        db.compact_range(None, None).unwrap();
+    }
+}
+
+#[test]
+fn oversized_keys_are_refused_and_nothing_is_applied() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, options(&env)).unwrap();
+    let mut batch = WriteBatch::new();
+    batch.put(b"fine", b"v");
+    batch.put(&vec![0u8; MAX_KEY_SIZE + 1], b"v");
+    let err = db.write(&w(), batch).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert_eq!(db.get(&r(), b"fine").unwrap(), None);
+    // The handle goes on, and the refused batch never reached the log.
+    db.put(&w(), b"after", b"v").unwrap();
+    drop(db);
+    let db = Db::open(DIR, options(&env)).unwrap();
+    assert_eq!(db.get(&r(), b"fine").unwrap(), None);
+    assert_eq!(scan(&db).len(), 1);
+}
+
+#[test]
+fn properties_answer_leveldbs_names() {
+    let env = MemEnv::new();
+    let opts = Options {
+        compression: crate::table::Compression::None,
+        ..small_options(&env)
+    };
+    let db = Db::open(DIR, opts).unwrap();
+    for i in 0..5000u32 {
+        db.put(&w(), format!("{i:05}").as_bytes(), &[7u8; 100])
+            .unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    assert!(db
+        .property("leveldb.stats")
+        .unwrap()
+        .contains("Level  Files"));
+    assert!(db
+        .property("leveldb.sstables")
+        .unwrap()
+        .contains("--- level 0 ---"));
+    let mem: usize = db
+        .property("leveldb.approximate-memory-usage")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(mem > 0);
+    assert_eq!(db.property("leveldb.num-files-at-level7"), None);
+    assert_eq!(db.property("leveldb.nonsense"), None);
+    let sizes = db.approximate_sizes(&[(b"00000", b"02500"), (b"02500", b"99999"), (b"x", b"y")]);
+    // About 2,500 entries of 105 bytes on each side of the split.
+    assert!(
+        sizes
+            .iter()
+            .take(2)
+            .all(|&s| (200_000..350_000).contains(&s)),
+        "{sizes:?}"
+    );
+    assert_eq!(sizes[2], 0);
+}
+
+#[test]
+fn a_range_consumed_from_both_ends_yields_each_key_once() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    for i in 0..500u32 {
+        db.put(&w(), format!("{i:04}").as_bytes(), b"v").unwrap();
+    }
+    for (start, end, expected) in [
+        (0u32, 500u32, 500usize),
+        (10, 11, 1),
+        (10, 12, 2),
+        (250, 250, 0),
+    ] {
+        let (s, e) = (format!("{start:04}"), format!("{end:04}"));
+        let mut range = db.range(&r(), s.as_bytes()..e.as_bytes()).unwrap();
+        let mut seen = Vec::new();
+        let mut from_back = false;
+        loop {
+            let item = if from_back {
+                range.next_back()
+            } else {
+                range.next()
+            };
+            let Some(item) = item else { break };
+            seen.push(String::from_utf8(item.unwrap().0).unwrap());
+            from_back = !from_back;
+        }
+        seen.sort();
+        let want: Vec<String> = (start..end).map(|i| format!("{i:04}")).collect();
+        assert_eq!(seen.len(), expected);
+        assert_eq!(seen, want);
+    }
+}
+
+#[test]
+fn a_ranges_back_end_started_late_sees_the_same_state_as_its_front() {
+    // The back cursor is built on first use; it must still read the state of the range's
+    // creation, even after overwrites, deletes and a compaction that drops the old versions.
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    for i in 0..300u32 {
+        db.put(&w(), format!("{i:04}").as_bytes(), b"old").unwrap();
+    }
+    let mut range = db.scan(&r()).unwrap();
+    assert_eq!(range.next().unwrap().unwrap().0, b"0000");
+    for i in 0..300u32 {
+        if i % 2 == 0 {
+            db.delete(&w(), format!("{i:04}").as_bytes()).unwrap();
+        } else {
+            db.put(&w(), format!("{i:04}").as_bytes(), b"new").unwrap();
+        }
+    }
+    db.put(&w(), b"9999", b"new").unwrap();
+    db.compact_range(None, None).unwrap();
+    let rest: Vec<(Vec<u8>, Vec<u8>)> = range.rev().map(Result::unwrap).collect();
+    assert_eq!(rest.len(), 299);
+    assert_eq!(rest[0].0, b"0299");
+    assert!(rest.iter().all(|(_, v)| v == b"old"));
+}

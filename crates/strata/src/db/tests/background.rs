@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Background work on the in-memory env: flushes, compactions (size, seek and manual), the
+//! deletion of obsolete files, and a panic poisoning the database.
+
+use super::*;
+
+#[test]
+fn many_writes_flush_compact_and_survive_reopen() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    let n = 20_000u32;
+    for i in 0..n {
+        let k = format!("key{:06}", (i * 7919) % n);
+        db.put(
+            &w(),
+            k.as_bytes(),
+            format!("value{i}-{}", "x".repeat(50)).as_bytes(),
+        )
+        .unwrap();
+    }
+    for i in (0..n).step_by(3) {
+        db.delete(&w(), format!("key{i:06}").as_bytes()).unwrap();
+    }
+    let files: usize = (0..NUM_LEVELS)
+        .map(|l| {
+            db.property(&format!("leveldb.num-files-at-level{l}"))
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+        })
+        .sum();
+    assert!(
+        files > 1,
+        "flushes happened: {}",
+        db.property("leveldb.sstables").unwrap()
+    );
+    let check = |db: &Db| {
+        for i in 0..n {
+            let k = format!("key{i:06}");
+            let got = db.get(&r(), k.as_bytes()).unwrap();
+            assert_eq!(got.is_some(), i % 3 != 0, "{k}");
+        }
+        let all = scan(db);
+        assert_eq!(all.len() as u32, n - n.div_ceil(3));
+        assert!(all.windows(2).all(|p| p[0].0 < p[1].0));
+    };
+    check(&db);
+    drop(db);
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    check(&db);
+    db.compact_range(None, None).unwrap();
+    check(&db);
+    assert_eq!(
+        db.property("leveldb.num-files-at-level0").as_deref(),
+        Some("0")
+    );
+}
+
+/// The number of files at each level, from `leveldb.num-files-at-level<N>`.
+fn files_per_level(db: &Db) -> Vec<usize> {
+    (0..crate::version::NUM_LEVELS)
+        .map(|level| {
+            db.property(&format!("leveldb.num-files-at-level{level}"))
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// A database whose keys `k000`..`k199` sit in one table at level 2, with a newer table at
+/// level 1 over the same range holding the even keys: a lookup of an odd key reads both.
+fn overlapping_tables(env: &MemEnv) -> Db {
+    let db = Db::open(DIR, options(env)).unwrap();
+    for i in 0..200 {
+        db.put(&w(), format!("k{i:03}").as_bytes(), &[b'a'; 1000])
+            .unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    for i in (0..200).step_by(2) {
+        db.put(&w(), format!("k{i:03}").as_bytes(), &[b'b'; 1000])
+            .unwrap();
+    }
+    // Flushes the memtable; the range holds nothing to compact.
+    db.compact_range(Some(b"z"), Some(b"zz")).unwrap();
+    assert_eq!(files_per_level(&db), [0, 1, 1, 0, 0, 0, 0]);
+    db
+}
+
+/// Waits (up to 20 s) for the background thread to empty level 1.
+fn wait_for_level1_compaction(db: &Db) -> Vec<usize> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let files = files_per_level(db);
+        if files[1] == 0 || std::time::Instant::now() > deadline {
+            return files;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn lookups_that_read_two_files_trigger_a_seek_compaction() {
+    let env = MemEnv::new();
+    let db = overlapping_tables(&env);
+    // The level-1 table is small, so its allowance is LevelDB's minimum of 100 seeks. Lookups
+    // of even keys stop at level 1 and charge nothing.
+    for _ in 0..3 {
+        for i in (0..200).step_by(2) {
+            db.get(&r(), format!("k{i:03}").as_bytes()).unwrap();
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(files_per_level(&db), [0, 1, 1, 0, 0, 0, 0]);
+    // Odd keys below the level-1 table's last key read level 1, miss, and read level 2: each
+    // charges the level-1 table.
+    for i in (1..199).step_by(2).cycle().take(100) {
+        assert_eq!(
+            db.get(&r(), format!("k{i:03}").as_bytes()).unwrap(),
+            Some(vec![b'a'; 1000])
+        );
+    }
+    assert_eq!(wait_for_level1_compaction(&db), [0, 0, 1, 0, 0, 0, 0]);
+    assert_eq!(db.get(&r(), b"k000").unwrap(), Some(vec![b'b'; 1000]));
+    assert_eq!(db.get(&r(), b"k001").unwrap(), Some(vec![b'a'; 1000]));
+}
+
+#[test]
+fn scans_over_overlapping_files_trigger_a_seek_compaction() {
+    let env = MemEnv::new();
+    let db = overlapping_tables(&env);
+    // About one sample per MiB read, each charging the level-1 table (two files overlap every
+    // key): its 100 seeks run out after about 100 MiB read, some 560 scans of 200 entries of
+    // 1 KB (a count that varies by a few percent with the random sampling gaps). Allow up to
+    // 1,000 scans, stopping as soon as the compaction has happened.
+    let mut scans = 0;
+    while files_per_level(&db)[1] == 1 && scans < 1000 {
+        let entries = db.scan(&r()).unwrap().count();
+        assert_eq!(entries, 200);
+        scans += 1;
+    }
+    assert_eq!(
+        wait_for_level1_compaction(&db),
+        [0, 0, 1, 0, 0, 0, 0],
+        "after {scans} scans"
+    );
+    assert!(scans > 100, "a compaction after only {scans} scans");
+    let all = scan(&db);
+    assert_eq!(all.len(), 200);
+    assert!(all
+        .iter()
+        .enumerate()
+        .all(|(i, (_, v))| v[0] == if i % 2 == 0 { b'b' } else { b'a' }));
+}
+
+#[test]
+fn a_manual_compaction_ends_while_writes_go_on() {
+    // Flushed files span the whole key space ("a..." to "z"), so a level-0 file always
+    // overlaps the range [m, n] and its largest key lies past it: a manual compaction that
+    // kept stepping would take in every new flush for as long as writes come.
+    let env = MemEnv::new();
+    let db = Arc::new(Db::open(DIR, small_options(&env)).unwrap());
+    for i in 0..2000u32 {
+        db.put(&w(), format!("a{i:05}").as_bytes(), &[b'v'; 100])
+            .unwrap();
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (db, stop) = (db.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut batch = WriteBatch::new();
+                batch.put(format!("a{:05}", i % 50_000).as_bytes(), &[b'w'; 100]);
+                batch.put(b"z", &i.to_le_bytes());
+                db.write(&w(), batch).unwrap();
+                i += 1;
+            }
+        })
+    };
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let compactor = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let result = db.compact_range(Some(b"m"), Some(b"n"));
+            let _ = done_tx.send(result.is_ok());
+        })
+    };
+    // One step takes milliseconds; without the fix it went on for as long as the writer did.
+    let ended = done_rx.recv_timeout(std::time::Duration::from_secs(15));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    compactor.join().unwrap();
+    assert_eq!(
+        ended,
+        Ok(true),
+        "compact_range did not return while writes went on"
+    );
+}
+
+/// The table numbers in the directory, and those of the current version.
+fn tables_on_disk_and_live(env: &MemEnv, db: &Db) -> (Vec<u64>, Vec<u64>) {
+    let mut on_disk: Vec<u64> = env
+        .children(Path::new(DIR))
+        .unwrap()
+        .iter()
+        .filter_map(|n| match crate::filename::parse_file_name(n) {
+            Some((crate::filename::FileKind::Table, number)) => Some(number),
+            _ => None,
+        })
+        .collect();
+    on_disk.sort_unstable();
+    let live: Vec<u64> = db
+        .inner
+        .lock_state()
+        .versions
+        .live_file_list()
+        .into_iter()
+        .map(|(_, n)| n)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    (on_disk, live)
+}
+
+/// Enough writes for several level-0 tables.
+fn fill_tables(db: &Db, round: u32) {
+    for i in 0..3000u32 {
+        let key = format!("key{:05}", (i * 7919) % 3000);
+        db.put(&w(), key.as_bytes(), format!("{round}:{i:0>80}").as_bytes())
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_compaction_deletes_its_inputs_before_it_returns() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    fill_tables(&db, 0);
+    db.compact_range(None, None).unwrap();
+    fill_tables(&db, 1);
+    db.compact_range(None, None).unwrap();
+    let (on_disk, live) = tables_on_disk_and_live(&env, &db);
+    assert!(!live.is_empty());
+    assert_eq!(on_disk, live, "tables left on disk after the compaction");
+}
+
+#[test]
+fn tables_a_cursor_reads_stay_until_it_is_dropped_then_go() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    fill_tables(&db, 0);
+    db.compact_range(None, None).unwrap();
+    let (_, before) = tables_on_disk_and_live(&env, &db);
+    let mut cursor = db.iter(&r()).unwrap();
+    let range = db.scan(&r()).unwrap();
+    fill_tables(&db, 1);
+    db.compact_range(None, None).unwrap();
+    let (on_disk, live) = tables_on_disk_and_live(&env, &db);
+    for n in &before {
+        assert!(
+            on_disk.contains(n),
+            "table {n} deleted while a cursor reads it"
+        );
+    }
+    // The cursors still read the old tables, whole.
+    cursor.seek_to_first();
+    let mut count = 0;
+    while cursor.valid() {
+        assert!(cursor.value().starts_with(b"0:"));
+        count += 1;
+        cursor.next();
+    }
+    assert_eq!(count, 3000);
+    drop(cursor);
+    let (on_disk, _) = tables_on_disk_and_live(&env, &db);
+    assert!(on_disk.len() > live.len(), "the range still reads them");
+    assert_eq!(range.count(), 3000); // consumes and drops the range
+    let (on_disk, live) = tables_on_disk_and_live(&env, &db);
+    assert_eq!(
+        on_disk, live,
+        "tables left after the last cursor was dropped"
+    );
+}
+
+#[test]
+fn a_panic_while_the_state_mutex_is_held_poisons_the_database() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, options(&env)).unwrap();
+    db.put(&w(), b"k", b"v").unwrap();
+    let inner = db.inner.clone();
+    let panicked = std::thread::spawn(move || {
+        let _state = inner.state.lock().unwrap();
+        panic!("a bug while holding the state mutex");
+    })
+    .join();
+    assert!(panicked.is_err());
+    let e = db.put(&w(), b"k", b"w").unwrap_err();
+    assert!(e.is_poisoned(), "{e}");
+    assert_eq!(db.get(&r(), b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    let e = db.compact_range(None, None).unwrap_err();
+    assert!(e.is_poisoned(), "{e}");
+}
