@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! [`BlobCache`]: open blob files, for reads through pointers.
 //!
-//! Locking: like the table cache, concurrent reads of a file that is not open yet wait for one
-//! of them to open it. A file evicted from the cache stays open while a reader holds it.
+//! The caching itself (eviction, sharing, locking: concurrent reads of a file that is not open
+//! yet wait for one of them to open it, and a file evicted from the cache stays open while a
+//! reader holds it) is the generic open-file cache's, as for tables; this module only knows how
+//! to open a blob file and read a value from it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::{read_value, BlobPointer};
+use crate::cache::file_cache::{FileCache, FileOpener};
 use crate::env::{Env, RandomAccessFile};
 use crate::error::Result;
 use crate::filename::blob_file;
@@ -22,43 +25,48 @@ struct OpenBlobFile {
     known_len: AtomicU64,
 }
 
-/// Opens blob files on demand and keeps up to a number of them open.
-pub struct BlobCache {
+/// Opens the blob files of one database directory, mapped.
+struct BlobOpener {
     env: Arc<dyn Env>,
     dir: PathBuf,
-    files: quick_cache::sync::Cache<u64, Arc<OpenBlobFile>>,
 }
 
-impl std::fmt::Debug for BlobCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BlobCache")
-            .field("dir", &self.dir)
-            .field("open", &self.files.len())
-            .finish()
+impl FileOpener for BlobOpener {
+    type File = OpenBlobFile;
+    type Hint = ();
+
+    fn open(&self, number: u64, (): ()) -> Result<OpenBlobFile> {
+        let path = blob_file(&self.dir, number);
+        let file = self.env.new_mapped_file(&path)?;
+        // Taken after opening: the file cannot be shorter than this when read.
+        let len = self.env.file_size(&path)?;
+        Ok(OpenBlobFile {
+            file,
+            known_len: AtomicU64::new(len),
+        })
     }
+}
+
+/// Opens blob files on demand and keeps up to a number of them open.
+#[derive(Debug)]
+pub struct BlobCache {
+    files: FileCache<BlobOpener>,
 }
 
 impl BlobCache {
     /// A cache for the blob files of the database in `dir`, keeping up to `capacity` open.
     pub fn new(env: Arc<dyn Env>, dir: &Path, capacity: usize) -> BlobCache {
-        BlobCache {
+        let opener = BlobOpener {
             env,
             dir: dir.to_path_buf(),
-            files: quick_cache::sync::Cache::new(capacity.max(1)),
+        };
+        BlobCache {
+            files: FileCache::with_opener(opener, capacity),
         }
     }
 
     fn open(&self, number: u64) -> Result<Arc<OpenBlobFile>> {
-        self.files.get_or_insert_with(&number, || {
-            let path = blob_file(&self.dir, number);
-            let file = self.env.new_mapped_file(&path)?;
-            // Taken after opening: the file cannot be shorter than this when read.
-            let len = self.env.file_size(&path)?;
-            Ok(Arc::new(OpenBlobFile {
-                file,
-                known_len: AtomicU64::new(len),
-            }))
-        })
+        self.files.get(number, ())
     }
 
     /// The open blob file `number`.
@@ -80,10 +88,11 @@ impl BlobCache {
     /// the file, or as [`read_value`]: corruption or an I/O error, naming the blob file.
     pub fn read(&self, pointer: &BlobPointer, verify: bool) -> Result<Vec<u8>> {
         let open = self.open(pointer.file)?;
-        let path = blob_file(&self.dir, pointer.file);
+        let opener = self.files.opener();
+        let path = blob_file(&opener.dir, pointer.file);
         let mut len = open.known_len.load(Ordering::Relaxed);
         if !pointer.fits_in(len) {
-            len = self.env.file_size(&path)?;
+            len = opener.env.file_size(&path)?;
             open.known_len.fetch_max(len, Ordering::Relaxed);
         }
         read_value(&*open.file, &path, len, pointer, verify)
@@ -94,6 +103,6 @@ impl BlobCache {
     /// that take a system call each; the next read opens it again, mapped whole). Readers
     /// holding the old handle keep it.
     pub fn evict(&self, number: u64) {
-        self.files.remove(&number);
+        self.files.evict(number);
     }
 }

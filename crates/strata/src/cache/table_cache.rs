@@ -2,15 +2,13 @@
 //! [`TableCache`]: open tables, bounded in number so that a database keeps at most about
 //! `max_open_files` descriptors open.
 //!
-//! A table evicted from the cache stays open while some reader still holds its `Arc`; its file
-//! is closed when the last holder drops it.
-//!
-//! Locking: concurrent lookups of a table that is not open yet wait for one of them to open it
-//! (quick_cache's placeholder guard), so a file is never opened twice at once.
+//! The caching itself (eviction, sharing, locking) is the `FileCache`'s; this module only
+//! knows how to open a table.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::file_cache::{FileCache, FileOpener};
 use super::BlockCache;
 use crate::env::Env;
 use crate::error::Result;
@@ -44,55 +42,25 @@ const RESERVED_FILES: usize = 10;
 /// let table = tables.get(7, size).unwrap();
 /// assert!(Arc::ptr_eq(&table, &tables.get(7, size).unwrap()));
 /// ```
+#[derive(Debug)]
 pub struct TableCache {
+    tables: FileCache<TableOpener>,
+}
+
+/// Opens the tables of one database directory.
+struct TableOpener {
     env: Arc<dyn Env>,
     dir: PathBuf,
     options: TableOptions,
     block_cache: Option<Arc<BlockCache>>,
-    tables: quick_cache::sync::Cache<u64, Arc<Table>>,
 }
 
-impl std::fmt::Debug for TableCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TableCache")
-            .field("dir", &self.dir)
-            .field("open", &self.tables.len())
-            .finish()
-    }
-}
+impl FileOpener for TableOpener {
+    type File = Table;
+    /// The table's size, as the MANIFEST records it.
+    type Hint = u64;
 
-impl TableCache {
-    /// A cache for the tables of the database in `dir`, keeping up to `max_open_files - 10`
-    /// tables open (at least 1).
-    pub fn new(
-        env: Arc<dyn Env>,
-        dir: &Path,
-        options: TableOptions,
-        block_cache: Option<Arc<BlockCache>>,
-        max_open_files: usize,
-    ) -> Self {
-        let capacity = max_open_files.saturating_sub(RESERVED_FILES).max(1);
-        TableCache {
-            env,
-            dir: dir.to_path_buf(),
-            options,
-            block_cache,
-            tables: quick_cache::sync::Cache::new(capacity),
-        }
-    }
-
-    /// The open table with this file number, opening it if needed. `file_size` is the size the
-    /// MANIFEST records.
-    ///
-    /// # Errors
-    /// An I/O error naming `NNNNNN.ldb` if neither `NNNNNN.ldb` nor the legacy `NNNNNN.sst`
-    /// can be opened; corruption if the table is damaged.
-    pub fn get(&self, file_number: u64, file_size: u64) -> Result<Arc<Table>> {
-        self.tables
-            .get_or_insert_with(&file_number, || self.open(file_number, file_size))
-    }
-
-    fn open(&self, file_number: u64, file_size: u64) -> Result<Arc<Table>> {
+    fn open(&self, file_number: u64, file_size: u64) -> Result<Table> {
         let ldb = crate::filename::table_file(&self.dir, file_number);
         let (path, file) = match self.env.new_random_access_file(&ldb) {
             Ok(file) => (ldb, file),
@@ -106,24 +74,57 @@ impl TableCache {
             }
             Err(e) => return Err(e),
         };
-        let table = Table::open(
+        Table::open(
             self.options.clone(),
             file,
             &path,
             file_size,
             self.block_cache.clone(),
-        )?;
-        Ok(Arc::new(table))
+        )
+    }
+}
+
+impl TableCache {
+    /// A cache for the tables of the database in `dir`, keeping up to `max_open_files - 10`
+    /// tables open (at least 1).
+    pub fn new(
+        env: Arc<dyn Env>,
+        dir: &Path,
+        options: TableOptions,
+        block_cache: Option<Arc<BlockCache>>,
+        max_open_files: usize,
+    ) -> Self {
+        let opener = TableOpener {
+            env,
+            dir: dir.to_path_buf(),
+            options,
+            block_cache,
+        };
+        let capacity = max_open_files.saturating_sub(RESERVED_FILES);
+        TableCache {
+            tables: FileCache::with_opener(opener, capacity),
+        }
+    }
+
+    /// The open table with this file number, opening it if needed. `file_size` is the size the
+    /// MANIFEST records.
+    ///
+    /// # Errors
+    /// An I/O error naming `NNNNNN.ldb` if neither `NNNNNN.ldb` nor the legacy `NNNNNN.sst`
+    /// can be opened; corruption if the table is damaged.
+    #[inline]
+    pub fn get(&self, file_number: u64, file_size: u64) -> Result<Arc<Table>> {
+        self.tables.get(file_number, file_size)
     }
 
     /// Forgets the table with this file number (for example once it is deleted).
     pub fn evict(&self, file_number: u64) {
-        self.tables.remove(&file_number);
+        self.tables.evict(file_number);
     }
 
     /// The number of tables held open by the cache.
     pub fn open_count(&self) -> usize {
-        self.tables.len()
+        self.tables.open_count()
     }
 }
 

@@ -129,6 +129,104 @@ enum Physical {
     Eof,
 }
 
+/// A kind of damage the reader meets. The first three are found in a physical record's header
+/// and payload, before anything of it is used; an unknown type in a fragment whose checksum
+/// matched (or, while searching, in any header); the last three in how fragments follow one
+/// another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Damage {
+    /// A length that runs past the end of the file.
+    CutOff,
+    /// A length that runs past the end of its block, with more of the file after the block.
+    BadLength,
+    /// A checksum that does not match the type and payload.
+    BadChecksum,
+    /// A type byte no writer writes.
+    UnknownType,
+    /// A first fragment, or some more, followed by a new record instead of its last fragment.
+    PartialRecord,
+    /// A middle or last fragment with no first fragment before it.
+    MissingStart,
+    /// A fragmented record interrupted by damage or by padding.
+    BrokenRecord,
+}
+
+/// The rules the reader judges damage by: its [`ReadMode`], with recovery split in two by
+/// whether damage was already met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rules {
+    Strict,
+    Tolerant,
+    /// Recovery before any damage.
+    Recovery,
+    /// Recovery after damage: searching, byte by byte, for a readable record after it.
+    Searching,
+}
+
+/// What the reader does with one piece of damage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    /// Return it as a corruption error.
+    Fail,
+    /// Record it, with the bytes it cost, in [`LogReader::corruptions`], and go on after it.
+    Skip,
+    /// Keep it (the first only) as pending damage and search on for a readable record: one
+    /// makes it corruption, none makes it a torn tail.
+    Resync,
+    /// No damage, only no record here: the search goes on at the next byte.
+    Step,
+    /// The end of the log: a write torn by a crash.
+    End,
+}
+
+impl Damage {
+    /// The rule table: what to do with this damage under `rules`.
+    ///
+    /// | damage                          | strict | tolerant | recovery | searching |
+    /// |---------------------------------|--------|----------|----------|-----------|
+    /// | cut off by the end of the file  | End    | End      | Resync   | Step      |
+    /// | bad length, bad checksum        | Fail   | Skip     | Resync   | Step      |
+    /// | unknown type                    | Fail   | Skip     | Resync   | Step      |
+    /// | fragments out of order          | Fail   | Skip     | Resync   | Resync    |
+    ///
+    /// Fragments out of order are never met while searching (a readable fragment ends the
+    /// search as corruption first); `Resync` there keeps the first damage.
+    fn action(self, rules: Rules) -> Action {
+        match (self, rules) {
+            (Damage::CutOff, Rules::Strict | Rules::Tolerant) => Action::End,
+            (Damage::CutOff | Damage::BadLength | Damage::BadChecksum, Rules::Searching) => {
+                Action::Step
+            }
+            (Damage::UnknownType, Rules::Searching) => Action::Step,
+            (_, Rules::Strict) => Action::Fail,
+            (_, Rules::Tolerant) => Action::Skip,
+            (_, Rules::Recovery | Rules::Searching) => Action::Resync,
+        }
+    }
+
+    /// Whether it is found in a header, so that the bytes after it cannot be trusted as far
+    /// as the header's length says.
+    fn in_header(self) -> bool {
+        matches!(
+            self,
+            Damage::CutOff | Damage::BadLength | Damage::BadChecksum
+        )
+    }
+
+    /// The reason a [`LogCorruption`] or an error gives.
+    fn reason(self) -> &'static str {
+        match self {
+            Damage::CutOff => "record cut off by the end of the file",
+            Damage::BadLength => "bad record length",
+            Damage::BadChecksum => "checksum mismatch",
+            Damage::UnknownType => "unknown record type",
+            Damage::PartialRecord => "partial record without end",
+            Damage::MissingStart => "missing start of fragmented record",
+            Damage::BrokenRecord => "error in middle of record",
+        }
+    }
+}
+
 /// Reads the logical records of a log file in order.
 ///
 /// A record torn at the very end of the file, as a crash during a write leaves it, is the clean
@@ -233,7 +331,7 @@ impl LogReader {
                     RecordType::Full => {
                         if in_fragmented && !self.scratch.is_empty() {
                             let bytes = self.scratch.len() as u64;
-                            self.report(record_offset, bytes, "partial record without end")?;
+                            self.report(Damage::PartialRecord, record_offset, bytes)?;
                         }
                         self.refuse_if_damaged()?;
                         self.last_record_offset = offset;
@@ -243,7 +341,7 @@ impl LogReader {
                     RecordType::First => {
                         if in_fragmented && !self.scratch.is_empty() {
                             let bytes = self.scratch.len() as u64;
-                            self.report(record_offset, bytes, "partial record without end")?;
+                            self.report(Damage::PartialRecord, record_offset, bytes)?;
                         }
                         self.scratch.clear();
                         self.scratch.extend_from_slice(&self.buffer[start..end]);
@@ -253,7 +351,7 @@ impl LogReader {
                     RecordType::Middle | RecordType::Last => {
                         if !in_fragmented {
                             let bytes = (end - start) as u64;
-                            self.report(offset, bytes, "missing start of fragmented record")?;
+                            self.report(Damage::MissingStart, offset, bytes)?;
                             continue;
                         }
                         self.scratch.extend_from_slice(&self.buffer[start..end]);
@@ -268,14 +366,14 @@ impl LogReader {
                 },
                 Physical::Unknown { len, offset } => {
                     let pending = if in_fragmented { self.scratch.len() } else { 0 };
-                    self.report(offset, (len + pending) as u64, "unknown record type")?;
+                    self.report(Damage::UnknownType, offset, (len + pending) as u64)?;
                     in_fragmented = false;
                     self.scratch.clear();
                 }
                 Physical::Skipped => {
                     if in_fragmented {
                         let bytes = self.scratch.len() as u64;
-                        self.report(record_offset, bytes, "error in middle of record")?;
+                        self.report(Damage::BrokenRecord, record_offset, bytes)?;
                         in_fragmented = false;
                         self.scratch.clear();
                     }
@@ -305,30 +403,40 @@ impl LogReader {
         }
     }
 
-    fn report(&mut self, offset: u64, dropped_bytes: u64, reason: &'static str) -> Result<()> {
+    /// The rules damage is judged by now.
+    fn rules(&self) -> Rules {
         match self.mode {
-            ReadMode::Strict => Err(Error::corruption(
-                &self.path,
-                offset,
-                format!("{reason} ({dropped_bytes} bytes dropped)"),
-            )),
-            ReadMode::Tolerant => {
-                self.corruptions.push(LogCorruption {
-                    offset,
-                    dropped_bytes,
-                    reason,
-                });
-                Ok(())
-            }
-            ReadMode::Recovery => {
-                self.pending_damage.get_or_insert(LogCorruption {
-                    offset,
-                    dropped_bytes,
-                    reason,
-                });
-                Ok(())
-            }
+            ReadMode::Strict => Rules::Strict,
+            ReadMode::Tolerant => Rules::Tolerant,
+            ReadMode::Recovery if self.pending_damage.is_some() => Rules::Searching,
+            ReadMode::Recovery => Rules::Recovery,
         }
+    }
+
+    /// Applies the rule for `damage` found at `offset` that costs `dropped_bytes`: fails,
+    /// records it or keeps it as pending, as [`Damage::action`] says. Moving past it is the
+    /// caller's.
+    fn report(&mut self, damage: Damage, offset: u64, dropped_bytes: u64) -> Result<()> {
+        let found = LogCorruption {
+            offset,
+            dropped_bytes,
+            reason: damage.reason(),
+        };
+        match damage.action(self.rules()) {
+            Action::Fail => {
+                return Err(Error::corruption(
+                    &self.path,
+                    offset,
+                    format!("{} ({dropped_bytes} bytes dropped)", found.reason),
+                ))
+            }
+            Action::Skip => self.corruptions.push(found),
+            Action::Resync => {
+                self.pending_damage.get_or_insert(found);
+            }
+            Action::Step | Action::End => {}
+        }
+        Ok(())
     }
 
     fn buffer_offset(&self, pos: usize) -> u64 {
@@ -373,49 +481,29 @@ impl LogReader {
                 self.fill_block()?;
                 continue;
             }
-            // After damage in recovery mode, every byte is tried as the start of a record, to
-            // find out whether anything readable follows the damage.
-            let resyncing = self.pending_damage.is_some();
             let header = &self.buffer[self.pos..self.pos + HEADER_SIZE];
             let stored_crc = decode_fixed32(header).expect("header holds 7 bytes");
             let len = usize::from(u16::from_le_bytes([header[4], header[5]]));
             let type_byte = header[6];
             let offset = self.buffer_offset(self.pos);
-            let available = self.buffer.len() - self.pos;
-            if HEADER_SIZE + len > available {
-                if resyncing {
-                    self.pos += 1;
-                    continue;
+            if HEADER_SIZE + len > self.buffer.len() - self.pos {
+                let damage = if self.eof {
+                    Damage::CutOff
+                } else {
+                    Damage::BadLength
+                };
+                match self.header_damage(damage, offset)? {
+                    Some(physical) => return Ok(physical),
+                    None => continue,
                 }
-                if self.mode == ReadMode::Recovery {
-                    // Cut off by the end of the file (the writer died), or a damaged length
-                    // with records after it: the byte-by-byte search that follows tells.
-                    self.refuse_single_bit_damage(offset)?;
-                    let reason = if self.eof {
-                        "record cut off by the end of the file"
-                    } else {
-                        "bad record length"
-                    };
-                    self.report(offset, available as u64, reason)?;
-                    self.pos += 1;
-                    continue;
-                }
-                if self.eof {
-                    // The payload was cut off by the end of the file: the writer died.
-                    self.drop_block_rest();
-                    return Ok(Physical::Eof);
-                }
-                let dropped = self.drop_block_rest();
-                self.report(offset, dropped, "bad record length")?;
-                return Ok(Physical::Skipped);
             }
-            // While searching, only a known record type is worth a checksum: this keeps the
-            // search over a long damaged stretch to a few checksums per kilobyte.
+            // When the rules pass over an unknown type, it is judged before the checksum: this
+            // keeps a search over a long damaged stretch to a few checksums per kilobyte.
             let known_type = matches!(
                 RecordType::from_byte(type_byte),
                 Some(RecordType::Full | RecordType::First | RecordType::Middle | RecordType::Last)
             );
-            if resyncing && !known_type {
+            if !known_type && Damage::UnknownType.action(self.rules()) == Action::Step {
                 self.pos += 1;
                 continue;
             }
@@ -428,21 +516,10 @@ impl LogReader {
             let end = start + len;
             let actual = crc32c_extend(crc32c(&[type_byte]), &self.buffer[start..end]);
             if unmask_crc(stored_crc) != actual {
-                if resyncing {
-                    self.pos += 1;
-                    continue;
+                match self.header_damage(Damage::BadChecksum, offset)? {
+                    Some(physical) => return Ok(physical),
+                    None => continue,
                 }
-                if self.mode == ReadMode::Recovery {
-                    self.refuse_single_bit_damage(offset)?;
-                    self.report(offset, available as u64, "checksum mismatch")?;
-                    self.pos += 1;
-                    continue;
-                }
-                // The length itself may be what is damaged, so nothing after it in this block
-                // can be trusted.
-                let dropped = self.drop_block_rest();
-                self.report(offset, dropped, "checksum mismatch")?;
-                return Ok(Physical::Skipped);
             }
             self.pos = end;
             return Ok(match RecordType::from_byte(type_byte) {
@@ -457,6 +534,38 @@ impl LogReader {
                     offset,
                 },
             });
+        }
+    }
+
+    /// Applies the rule for `damage` found in the header at `self.pos` (file offset `offset`),
+    /// and moves past it: `Some` is what `read_physical` returns, `None` means go on at the
+    /// new position.
+    ///
+    /// A damaged header costs the rest of the buffer: its length may be what is damaged, so
+    /// nothing after it in this block can be trusted, except by the byte-by-byte search.
+    fn header_damage(&mut self, damage: Damage, offset: u64) -> Result<Option<Physical>> {
+        debug_assert!(damage.in_header());
+        let available = (self.buffer.len() - self.pos) as u64;
+        match damage.action(self.rules()) {
+            Action::Step => {
+                self.pos += 1;
+                Ok(None)
+            }
+            Action::Resync => {
+                self.refuse_single_bit_damage(offset)?;
+                self.report(damage, offset, available)?;
+                self.pos += 1;
+                Ok(None)
+            }
+            Action::End => {
+                self.drop_block_rest();
+                Ok(Some(Physical::Eof))
+            }
+            Action::Fail | Action::Skip => {
+                self.drop_block_rest();
+                self.report(damage, offset, available)?;
+                Ok(Some(Physical::Skipped))
+            }
         }
     }
 
@@ -498,6 +607,74 @@ impl LogReader {
                 format!("{what}: damage, not a write torn by a crash"),
             )),
             None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL_DAMAGE: [Damage; 7] = [
+        Damage::CutOff,
+        Damage::BadLength,
+        Damage::BadChecksum,
+        Damage::UnknownType,
+        Damage::PartialRecord,
+        Damage::MissingStart,
+        Damage::BrokenRecord,
+    ];
+
+    /// The table in [`Damage::action`]'s documentation, row by row.
+    #[test]
+    fn the_rule_table_gives_the_documented_action_for_each_damage_in_each_mode() {
+        use Action::*;
+        use Rules::*;
+        let rules = [Strict, Tolerant, Recovery, Searching];
+        let table: [(Damage, [Action; 4]); 7] = [
+            (Damage::CutOff, [End, End, Resync, Step]),
+            (Damage::BadLength, [Fail, Skip, Resync, Step]),
+            (Damage::BadChecksum, [Fail, Skip, Resync, Step]),
+            (Damage::UnknownType, [Fail, Skip, Resync, Step]),
+            (Damage::PartialRecord, [Fail, Skip, Resync, Resync]),
+            (Damage::MissingStart, [Fail, Skip, Resync, Resync]),
+            (Damage::BrokenRecord, [Fail, Skip, Resync, Resync]),
+        ];
+        assert_eq!(table.map(|(damage, _)| damage), ALL_DAMAGE);
+        for (damage, actions) in table {
+            for (rules, want) in rules.into_iter().zip(actions) {
+                assert_eq!(damage.action(rules), want, "{damage:?} under {rules:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn only_header_damage_ends_the_log_or_steps_over_a_byte() {
+        // The reader moves past a header itself; damage found in whole fragments has been
+        // consumed already, so its rule must not ask for either.
+        for damage in ALL_DAMAGE {
+            for rules in [
+                Rules::Strict,
+                Rules::Tolerant,
+                Rules::Recovery,
+                Rules::Searching,
+            ] {
+                let action = damage.action(rules);
+                if matches!(action, Action::End | Action::Step) {
+                    assert!(
+                        damage.in_header() || damage == Damage::UnknownType,
+                        "{damage:?} under {rules:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_damage_has_its_own_reason() {
+        let reasons = ALL_DAMAGE.map(Damage::reason);
+        for (i, a) in reasons.iter().enumerate() {
+            assert!(!reasons[i + 1..].contains(a), "{a}");
         }
     }
 }

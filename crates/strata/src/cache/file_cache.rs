@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`FileCache`]: files of one kind (tables, blob files), opened on demand by number and kept
+//! open up to a bound, so that a database holds a bounded number of descriptors.
+//!
+//! Ownership: the cache hands out `Arc`s. A file evicted from the cache (by the bound or by
+//! [`FileCache::evict`]) stays open while some reader still holds its `Arc`; it is closed when
+//! the last holder drops it.
+//!
+//! Locking: concurrent lookups of a number that is not open yet wait for one of them to open it
+//! (quick_cache's placeholder guard), so a file is never opened twice at once. A failed open
+//! leaves nothing behind: the next lookup tries again.
+
+use std::sync::Arc;
+
+use crate::error::Result;
+
+/// How a [`FileCache`] opens file number `N` on a miss.
+///
+/// The cache is generic over its opener, so a lookup costs what a direct call would: no
+/// dynamic dispatch, and the opener runs only on a miss.
+pub(crate) trait FileOpener {
+    /// What an opened file is.
+    type File;
+    /// What a lookup knows about the file that opening it needs (tables: their size in the
+    /// MANIFEST; blob files: nothing).
+    type Hint;
+
+    /// Opens file `number`.
+    fn open(&self, number: u64, hint: Self::Hint) -> Result<Self::File>;
+}
+
+/// Opened files keyed by file number, at most about `capacity` of them.
+pub(crate) struct FileCache<O: FileOpener> {
+    opener: O,
+    files: quick_cache::sync::Cache<u64, Arc<O::File>>,
+}
+
+impl<O: FileOpener> std::fmt::Debug for FileCache<O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileCache")
+            .field("open", &self.files.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<O: FileOpener> FileCache<O> {
+    /// A cache opening files with `opener` and keeping up to `capacity` of them open (at
+    /// least 1).
+    pub(crate) fn with_opener(opener: O, capacity: usize) -> Self {
+        FileCache {
+            opener,
+            files: quick_cache::sync::Cache::new(capacity.max(1)),
+        }
+    }
+
+    /// The opener, for what its user needs of the files' context (their directory, say).
+    pub(crate) fn opener(&self) -> &O {
+        &self.opener
+    }
+
+    /// The open file `number`, opened with `hint` if it is not open.
+    ///
+    /// # Errors
+    /// Whatever the opener returns; the error is not cached.
+    #[inline]
+    pub(crate) fn get(&self, number: u64, hint: O::Hint) -> Result<Arc<O::File>> {
+        self.files
+            .get_or_insert_with(&number, || self.opener.open(number, hint).map(Arc::new))
+    }
+
+    /// Forgets file `number`; readers holding it keep it.
+    pub(crate) fn evict(&self, number: u64) {
+        self.files.remove(&number);
+    }
+
+    /// The number of files held open by the cache.
+    pub(crate) fn open_count(&self) -> usize {
+        self.files.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Opens "files" that are their number and the hint; numbers above 1000 fail.
+    #[derive(Default)]
+    struct Counting {
+        opens: AtomicUsize,
+    }
+
+    impl FileOpener for Counting {
+        type File = (u64, u32);
+        type Hint = u32;
+
+        fn open(&self, number: u64, hint: u32) -> Result<(u64, u32)> {
+            self.opens.fetch_add(1, Ordering::Relaxed);
+            if number > 1000 {
+                return Err(Error::corruption(format!("{number:06}.ldb"), 0, "damaged"));
+            }
+            Ok((number, hint))
+        }
+    }
+
+    fn opens(cache: &FileCache<Counting>) -> usize {
+        cache.opener().opens.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn opens_on_a_miss_and_shares_the_file_on_a_hit() {
+        let cache = FileCache::with_opener(Counting::default(), 10);
+        let first = cache.get(7, 1).unwrap();
+        assert_eq!(*first, (7, 1));
+        assert_eq!((opens(&cache), cache.open_count()), (1, 1));
+        // A hit neither opens again nor looks at the hint.
+        let again = cache.get(7, 2).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!((opens(&cache), cache.open_count()), (1, 1));
+    }
+
+    #[test]
+    fn a_failed_open_is_not_cached() {
+        let cache = FileCache::with_opener(Counting::default(), 10);
+        assert!(cache.get(1001, 0).unwrap_err().is_corruption());
+        assert!(cache.get(1001, 0).unwrap_err().is_corruption());
+        assert_eq!((opens(&cache), cache.open_count()), (2, 0));
+    }
+
+    #[test]
+    fn evict_forgets_one_file_and_its_holders_keep_it() {
+        let cache = FileCache::with_opener(Counting::default(), 10);
+        let held = cache.get(3, 0).unwrap();
+        cache.get(4, 0).unwrap();
+        cache.evict(3);
+        assert_eq!(cache.open_count(), 1);
+        assert_eq!(*held, (3, 0));
+        let reopened = cache.get(3, 5).unwrap();
+        assert!(!Arc::ptr_eq(&held, &reopened));
+        assert_eq!(*reopened, (3, 5));
+        assert_eq!(opens(&cache), 3);
+        // File 4 was left alone.
+        cache.get(4, 0).unwrap();
+        assert_eq!(opens(&cache), 3);
+    }
+
+    #[test]
+    fn holds_at_most_its_capacity() {
+        let cache = FileCache::with_opener(Counting::default(), 8);
+        for n in 1..=100 {
+            cache.get(n, 0).unwrap();
+            assert!(cache.open_count() <= 8, "{} open", cache.open_count());
+        }
+        assert_eq!(opens(&cache), 100);
+        // Some of the early files were closed, so asking for all again opens some anew.
+        for n in 1..=100 {
+            cache.get(n, 0).unwrap();
+        }
+        assert!(opens(&cache) > 100);
+    }
+
+    #[test]
+    fn capacity_zero_still_holds_one_file() {
+        let cache = FileCache::with_opener(Counting::default(), 0);
+        cache.get(1, 0).unwrap();
+        assert_eq!(cache.open_count(), 1);
+    }
+}
