@@ -44,9 +44,12 @@ pub enum Error {
     /// Bytes read from `file` at `offset` do not follow the format.
     #[error("corruption in {} at offset {offset}: {reason}", file.display())]
     Corruption {
-        /// The damaged file. Empty when the bytes did not come from a file.
+        /// The damaged file. Never empty: bytes decoded from a buffer are a [`RecordError`]
+        /// until the caller says which file they came from ([`RecordError::at`]). When the
+        /// damage is in an entry read through the merged view of a database, whose file is not
+        /// known, this is the database's directory, and the reason names the entry's key.
         file: PathBuf,
-        /// Byte offset in the file (or in the buffer) where the damage was found.
+        /// Byte offset in the file where the damage was found (0 when `file` is a directory).
         offset: u64,
         /// What is wrong, for a person.
         reason: Cow<'static, str>,
@@ -83,6 +86,66 @@ pub enum Error {
         /// The lock file.
         path: PathBuf,
     },
+}
+
+/// A record (a log record holding a write batch, a MANIFEST record holding a version edit)
+/// that does not follow its format, found by a decoder that sees only the record's bytes.
+///
+/// There is deliberately no conversion into [`Error`]: whoever read the record knows which file
+/// it came from and where, and says so with [`RecordError::at`], so that every
+/// [`Error::Corruption`] names its file and its absolute offset.
+///
+/// # Example
+///
+/// ```
+/// use strata::{Error, RecordError, WriteBatch};
+/// let err: RecordError = WriteBatch::decode(&[0; 5]).unwrap_err();
+/// assert_eq!(err.offset, 0);
+/// // The record was read at offset 4096 of log 000007.log.
+/// match err.at("/db/000007.log", 4096) {
+///     Error::Corruption { file, offset, .. } => {
+///         assert_eq!(file, std::path::Path::new("/db/000007.log"));
+///         assert_eq!(offset, 4096);
+///     }
+///     other => panic!("{other}"),
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed at offset {offset} of the record: {reason}")]
+pub struct RecordError {
+    /// Offset within the record of the first malformed byte (or field).
+    pub offset: u64,
+    /// What is wrong, for a person.
+    pub reason: Cow<'static, str>,
+}
+
+impl RecordError {
+    /// A malformed record, damaged at `offset` within it.
+    pub fn new(offset: u64, reason: impl Into<Cow<'static, str>>) -> RecordError {
+        RecordError {
+            offset,
+            reason: reason.into(),
+        }
+    }
+
+    /// The [`Error::Corruption`] of a record that starts at `record_offset` in `file`: its
+    /// offset is the absolute one, `record_offset` plus the offset within the record.
+    ///
+    /// ```
+    /// use strata::RecordError;
+    /// let e = RecordError::new(12, "unknown operation in write batch").at("/db/000003.log", 100);
+    /// assert_eq!(
+    ///     e.to_string(),
+    ///     "corruption in /db/000003.log at offset 112: unknown operation in write batch"
+    /// );
+    /// ```
+    pub fn at(self, file: impl Into<PathBuf>, record_offset: u64) -> Error {
+        Error::Corruption {
+            file: file.into(),
+            offset: record_offset.saturating_add(self.offset),
+            reason: self.reason,
+        }
+    }
 }
 
 impl Error {

@@ -1005,6 +1005,35 @@ fn a_logged_batch_with_sequence_numbers_past_the_largest_is_corruption() {
     }
 }
 
+/// A log record that is not a write batch (crafted, with a good checksum, after a good one) is
+/// corruption naming the log and the absolute offset of the bad operation: the record's offset
+/// in the log plus the operation's offset in the record.
+#[test]
+fn a_malformed_batch_in_a_log_names_the_log_and_the_absolute_offset() {
+    let env = MemEnv::new();
+    drop(Db::open(DIR, options(&env)).unwrap());
+    let path = Path::new(DIR).join("000099.log");
+    let mut log = LogWriter::new(env.new_writable_file(&path).unwrap());
+    let mut good = WriteBatch::new();
+    good.put(b"k", b"v");
+    good.set_seqno(1);
+    log.add_record(good.encoded()).unwrap();
+    let second_record = log.file_len();
+    let mut bad = WriteBatch::new();
+    bad.put(b"k", b"v");
+    bad.set_seqno(2);
+    let mut bytes = bad.encoded().to_vec();
+    bytes[12] = 7; // not an operation
+    log.add_record(&bytes).unwrap();
+    log.sync().unwrap();
+    match Db::open(DIR, options(&env)) {
+        Err(Error::Corruption { file, offset, .. }) => {
+            assert_eq!((file, offset), (path, second_record + 12))
+        }
+        other => panic!("expected corruption, got {:?}", other.map(|_| ())),
+    }
+}
+
 #[test]
 fn a_panic_while_the_state_mutex_is_held_poisons_the_database() {
     let env = MemEnv::new();
