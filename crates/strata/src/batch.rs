@@ -13,7 +13,7 @@
 //! Operation `i` gets sequence number `seqno + i`.
 
 use crate::coding::{decode_fixed32, decode_fixed64, put_length_prefixed, Decoder};
-use crate::error::{Error, Result};
+use crate::error::RecordError;
 use crate::key::{SeqNo, ValueKind, MAX_SEQNO};
 
 /// The size of a batch's header: seqno and count.
@@ -29,13 +29,13 @@ pub const BATCH_HEADER_LEN: usize = 12;
 /// batch.put(b"apple", b"red");
 /// batch.delete(b"banana");
 /// assert_eq!(batch.count(), 2);
-/// let ops: Vec<_> = batch.iter().map(|op| op.unwrap()).collect();
+/// let ops: Vec<_> = batch.iter().collect();
 /// assert_eq!(ops[0].key, b"apple");
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct WriteBatch {
-    /// The encoded batch. Invariant: at least `BATCH_HEADER_LEN` bytes, and the count in the
-    /// header is the number of operations that follow.
+    /// The encoded batch. Invariant: at least `BATCH_HEADER_LEN` bytes, every operation that
+    /// follows decodes (blob pointers included), and the count in the header is their number.
     rep: Vec<u8>,
     /// Some operation is a blob pointer: set where one can come in (`put_blob_pointer`,
     /// `decode`, `append`), so the write path need not decode the batch to ask.
@@ -162,29 +162,37 @@ impl WriteBatch {
     /// numbers: the last must not exceed [`MAX_SEQNO`](crate::key::MAX_SEQNO).
     ///
     /// # Errors
-    /// Corruption at the offset (within the record) of the first malformed byte.
-    pub fn decode(record: &[u8]) -> Result<WriteBatch> {
+    /// A [`RecordError`] at the offset (within the record) of the first malformed byte; the
+    /// caller, who knows where the record was read, turns it into an [`Error`](crate::Error)
+    /// with
+    /// [`LogReader::record_error`](crate::log::LogReader::record_error).
+    pub fn decode(record: &[u8]) -> Result<WriteBatch, RecordError> {
         if record.len() < BATCH_HEADER_LEN {
-            return Err(Error::corruption(
-                "",
+            return Err(RecordError::new(
                 0,
                 "log record too small for a write batch",
             ));
         }
-        let mut batch = WriteBatch {
-            rep: record.to_vec(),
-            blob_pointers: false,
-        };
+        let mut decoder = Decoder::new(&record[BATCH_HEADER_LEN..]);
         let mut found = 0u32;
         let mut blob_pointers = false;
-        for op in batch.iter() {
-            blob_pointers |= op?.kind == ValueKind::BlobPointer;
+        while !decoder.is_empty() {
+            let at = (BATCH_HEADER_LEN + decoder.position()) as u64;
+            let op = next_op(&mut decoder).map_err(|reason| RecordError::new(at, reason))?;
+            if op.kind == ValueKind::BlobPointer {
+                if crate::blob::BlobPointer::decode(op.value).is_none() {
+                    return Err(RecordError::new(at, "bad blob pointer in write batch"));
+                }
+                blob_pointers = true;
+            }
             found += 1;
         }
-        batch.blob_pointers = blob_pointers;
+        let batch = WriteBatch {
+            rep: record.to_vec(),
+            blob_pointers,
+        };
         if found != batch.count() {
-            return Err(Error::corruption(
-                "",
+            return Err(RecordError::new(
                 8,
                 format!(
                     "write batch holds {found} operations, its header says {}",
@@ -194,8 +202,7 @@ impl WriteBatch {
         }
         let end = batch.seqno().checked_add(u64::from(batch.count()));
         if end.is_none_or(|end| end > MAX_SEQNO + 1) {
-            return Err(Error::corruption(
-                "",
+            return Err(RecordError::new(
                 0,
                 format!(
                     "write batch's sequence numbers from {} run past the largest, 2^56 - 1",
@@ -217,64 +224,50 @@ impl WriteBatch {
     pub fn iter(&self) -> BatchIter<'_> {
         BatchIter {
             decoder: Decoder::new(&self.rep[BATCH_HEADER_LEN..]),
-            failed: false,
         }
     }
 }
 
-/// The operations of a [`WriteBatch`], in order. Yields an error once, at the first malformed
-/// operation, and then stops.
+/// Reads one operation at the decoder's position; on failure, what is wrong with it. Does not
+/// look inside a blob pointer (`decode` does, once).
+fn next_op<'a>(decoder: &mut Decoder<'a>) -> Result<BatchOp<'a>, &'static str> {
+    match decoder.u8().and_then(ValueKind::from_byte) {
+        Some(kind @ (ValueKind::Value | ValueKind::BlobPointer)) => {
+            match (decoder.length_prefixed(), decoder.length_prefixed()) {
+                (Some(key), Some(value)) => Ok(BatchOp { kind, key, value }),
+                _ if kind == ValueKind::Value => Err("bad put in write batch"),
+                _ => Err("bad blob pointer in write batch"),
+            }
+        }
+        Some(ValueKind::Deletion) => match decoder.length_prefixed() {
+            Some(key) => Ok(BatchOp {
+                kind: ValueKind::Deletion,
+                key,
+                value: &[],
+            }),
+            None => Err("bad delete in write batch"),
+        },
+        None => Err("unknown operation in write batch"),
+    }
+}
+
+/// The operations of a [`WriteBatch`], in order. Iteration cannot fail: a batch is well-formed
+/// by construction (see [`WriteBatch::decode`]).
 pub struct BatchIter<'a> {
     decoder: Decoder<'a>,
-    failed: bool,
 }
 
 impl<'a> Iterator for BatchIter<'a> {
-    type Item = Result<BatchOp<'a>>;
+    type Item = BatchOp<'a>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.decoder.is_empty() {
+        if self.decoder.is_empty() {
             return None;
         }
-        let at = BATCH_HEADER_LEN + self.decoder.position();
-        let fail = |reason: &'static str| Error::corruption("", at as u64, reason);
-        let op = match self.decoder.u8().and_then(ValueKind::from_byte) {
-            Some(ValueKind::Value) => match (
-                self.decoder.length_prefixed(),
-                self.decoder.length_prefixed(),
-            ) {
-                (Some(key), Some(value)) => Ok(BatchOp {
-                    kind: ValueKind::Value,
-                    key,
-                    value,
-                }),
-                _ => Err(fail("bad put in write batch")),
-            },
-            Some(ValueKind::BlobPointer) => match (
-                self.decoder.length_prefixed(),
-                self.decoder.length_prefixed(),
-            ) {
-                (Some(key), Some(value)) if crate::blob::BlobPointer::decode(value).is_some() => {
-                    Ok(BatchOp {
-                        kind: ValueKind::BlobPointer,
-                        key,
-                        value,
-                    })
-                }
-                _ => Err(fail("bad blob pointer in write batch")),
-            },
-            Some(ValueKind::Deletion) => match self.decoder.length_prefixed() {
-                Some(key) => Ok(BatchOp {
-                    kind: ValueKind::Deletion,
-                    key,
-                    value: &[],
-                }),
-                None => Err(fail("bad delete in write batch")),
-            },
-            None => Err(fail("unknown operation in write batch")),
-        };
-        self.failed = op.is_err();
-        Some(op)
+        Some(next_op(&mut self.decoder).expect(
+            "WriteBatch invariant: put, delete and append build well-formed operations, and \
+             decode, the only constructor from bytes, checks every one",
+        ))
     }
 }
 
@@ -301,10 +294,9 @@ mod tests {
             b.set_seqno(seqno);
             match WriteBatch::decode(b.encoded()) {
                 Ok(_) => assert!(ok, "{seqno} + {ops} accepted"),
-                Err(Error::Corruption { offset, reason, .. }) => {
+                Err(RecordError { offset, reason }) => {
                     assert!(!ok && offset == 0, "{seqno} + {ops}: {reason}");
                 }
-                Err(e) => panic!("{e}"),
             }
         }
     }
@@ -338,7 +330,7 @@ mod tests {
         let d = WriteBatch::decode(b.encoded()).unwrap();
         assert_eq!(d, b);
         assert_eq!(d.seqno(), 77);
-        let ops: Vec<_> = d.iter().map(Result::unwrap).collect();
+        let ops: Vec<_> = d.iter().collect();
         assert_eq!(ops.len(), 4);
         assert_eq!(
             ops[2],
@@ -365,7 +357,7 @@ mod tests {
 
     #[test]
     fn malformed_batches_are_corruption() {
-        assert!(WriteBatch::decode(&[0; 11]).unwrap_err().is_corruption());
+        assert_eq!(WriteBatch::decode(&[0; 11]).unwrap_err().offset, 0);
         let mut b = WriteBatch::new();
         b.put(b"key", b"value");
         let good = b.encoded().to_vec();
@@ -380,7 +372,7 @@ mod tests {
         let mut bad = good.clone();
         bad[12] = 7;
         let err = WriteBatch::decode(&bad).unwrap_err();
-        assert!(matches!(err, Error::Corruption { offset: 12, .. }), "{err}");
+        assert_eq!(err.offset, 12, "{err}");
         // Truncated value, and a length that runs past the end.
         assert!(WriteBatch::decode(&good[..good.len() - 1]).is_err());
         let mut bad = good.clone();

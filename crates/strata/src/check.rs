@@ -445,11 +445,11 @@ fn read_log(
                 let decoded = WriteBatch::decode(record);
                 match decoded {
                     Ok(batch) => file.operations += u64::from(batch.count()),
-                    Err(e) => damage.push(Damage::new(
-                        path,
-                        Some(reader.last_record_offset()),
-                        format!("record is not a write batch: {e}"),
-                    )),
+                    Err(e) => {
+                        let offset = reader.file_offset_of(e.offset);
+                        let reason = format!("record is not a write batch: {}", e.reason);
+                        damage.push(Damage::new(path, Some(offset), reason));
+                    }
                 }
             }
             Ok(None) => break,

@@ -44,9 +44,13 @@ pub enum Error {
     /// Bytes read from `file` at `offset` do not follow the format.
     #[error("corruption in {} at offset {offset}: {reason}", file.display())]
     Corruption {
-        /// The damaged file. Empty when the bytes did not come from a file.
+        /// The damaged file. Never empty: bytes decoded from a buffer are a [`RecordError`]
+        /// until the reader that found them says which file and where
+        /// ([`LogReader::record_error`](crate::log::LogReader::record_error)). When the
+        /// damage is in an entry read through the merged view of a database, whose file is not
+        /// known, this is the database's directory, and the reason names the entry's key.
         file: PathBuf,
-        /// Byte offset in the file (or in the buffer) where the damage was found.
+        /// Byte offset in the file where the damage was found (0 when `file` is a directory).
         offset: u64,
         /// What is wrong, for a person.
         reason: Cow<'static, str>,
@@ -83,6 +87,50 @@ pub enum Error {
         /// The lock file.
         path: PathBuf,
     },
+}
+
+/// A record (a log record holding a write batch, a MANIFEST record holding a version edit)
+/// that does not follow its format, found by a decoder that sees only the record's bytes.
+///
+/// There is deliberately no conversion into [`Error`]: the reader of the record knows which
+/// file it came from and where each of its bytes lies, and says so with
+/// [`LogReader::record_error`](crate::log::LogReader::record_error), so that every
+/// [`Error::Corruption`] names its file and the file offset of the damage.
+///
+/// # Example
+///
+/// ```
+/// use strata::{RecordError, WriteBatch};
+/// let err: RecordError = WriteBatch::decode(&[0; 5]).unwrap_err();
+/// assert_eq!(err.offset, 0);
+/// assert_eq!(
+///     err.to_string(),
+///     "malformed at offset 0 of the record: log record too small for a write batch"
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed at offset {offset} of the record: {reason}")]
+pub struct RecordError {
+    /// Offset within the record of the first malformed byte (or field).
+    pub offset: u64,
+    /// What is wrong, for a person.
+    pub reason: Cow<'static, str>,
+}
+
+impl RecordError {
+    /// A malformed record, damaged at `offset` within it.
+    ///
+    /// ```
+    /// use strata::RecordError;
+    /// let e = RecordError::new(12, "unknown operation in write batch");
+    /// assert_eq!(e.offset, 12);
+    /// ```
+    pub fn new(offset: u64, reason: impl Into<Cow<'static, str>>) -> RecordError {
+        RecordError {
+            offset,
+            reason: reason.into(),
+        }
+    }
 }
 
 impl Error {

@@ -93,7 +93,7 @@ pub use check::{check, CheckReport};
 pub use comparator::{bytewise, BytewiseComparator, Comparator, KeyRange};
 pub use db::{destroy, BlobFileInfo, Db, DbIterator, RangeIter, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use env::{CrashMode, Env, IoFaults, MemEnv, PosixEnv};
-pub use error::{Error, Result};
+pub use error::{Error, RecordError, Result};
 pub use options::{Options, ReadOptions, WriteOptions};
 pub use repair::{repair, RepairReport};
 pub use snapshot::Snapshot;

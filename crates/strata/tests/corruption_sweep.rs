@@ -131,7 +131,7 @@ fn layout(env: &MemEnv) -> Layout {
                 let keys = WriteBatch::decode(record)
                     .unwrap()
                     .iter()
-                    .map(|op| op.unwrap().key.to_vec())
+                    .map(|op| op.key.to_vec())
                     .collect();
                 records.push((
                     reader.last_record_offset(),

@@ -43,7 +43,6 @@ fn model(n: u64) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
     let mut m = std::collections::BTreeMap::new();
     for i in 0..n {
         for op in batch(i).iter() {
-            let op = op.unwrap();
             match op.kind {
                 strata::key::ValueKind::Deletion => m.remove(op.key),
                 _ => m.insert(op.key.to_vec(), op.value.to_vec()),

@@ -176,7 +176,6 @@ fn log_entries(env: &dyn Env, path: &Path) -> Vec<(Vec<u8>, Entry)> {
     for record in read_records(env, path) {
         let batch = WriteBatch::decode(&record).unwrap();
         for (i, op) in batch.iter().enumerate() {
-            let op = op.unwrap();
             out.push((
                 op.key.to_vec(),
                 Entry {

@@ -232,9 +232,9 @@ fn dump_log(
         };
         let offset = reader.last_record_offset();
         if manifest {
-            dump_edit(offset, &record, d)?;
+            dump_edit(&reader, offset, &record, d)?;
         } else {
-            dump_batch(offset, &record, d)?;
+            dump_batch(&reader, offset, &record, d)?;
         }
     }
     let end = reader.end_of_last_record();
@@ -264,13 +264,19 @@ fn dump_log(
     Ok(())
 }
 
-fn dump_batch(offset: u64, record: &[u8], d: &mut Dumper) -> Result<(), CliError> {
+fn dump_batch(
+    reader: &LogReader,
+    offset: u64,
+    record: &[u8],
+    d: &mut Dumper,
+) -> Result<(), CliError> {
     let batch = match WriteBatch::decode(record) {
         Ok(batch) => batch,
         Err(e) => {
             return d.damaged(format_args!(
-                "record at offset {offset} ({} bytes) is not a write batch: {e}",
-                record.len()
+                "record at offset {offset} ({} bytes) is not a write batch: {}",
+                record.len(),
+                reader.record_error(e)
             ))
         }
     };
@@ -281,33 +287,36 @@ fn dump_batch(offset: u64, record: &[u8], d: &mut Dumper) -> Result<(), CliError
         record.len()
     ))?;
     for op in batch.iter() {
-        match op {
-            Ok(op) => match op.kind {
-                ValueKind::Value => d.line(format_args!(
-                    "  put {} => {}",
-                    d.key(op.key),
-                    d.value(op.value)
-                ))?,
-                ValueKind::BlobPointer => d.line(format_args!(
-                    "  put {} => {}",
-                    d.key(op.key),
-                    show_blob_pointer(op.value)
-                ))?,
-                ValueKind::Deletion => d.line(format_args!("  del {}", d.key(op.key)))?,
-            },
-            Err(e) => return d.met(e),
+        match op.kind {
+            ValueKind::Value => d.line(format_args!(
+                "  put {} => {}",
+                d.key(op.key),
+                d.value(op.value)
+            ))?,
+            ValueKind::BlobPointer => d.line(format_args!(
+                "  put {} => {}",
+                d.key(op.key),
+                show_blob_pointer(op.value)
+            ))?,
+            ValueKind::Deletion => d.line(format_args!("  del {}", d.key(op.key)))?,
         }
     }
     Ok(())
 }
 
-fn dump_edit(offset: u64, record: &[u8], d: &mut Dumper) -> Result<(), CliError> {
+fn dump_edit(
+    reader: &LogReader,
+    offset: u64,
+    record: &[u8],
+    d: &mut Dumper,
+) -> Result<(), CliError> {
     let edit = match VersionEdit::decode(record) {
         Ok(edit) => edit,
         Err(e) => {
             return d.damaged(format_args!(
-                "record at offset {offset} ({} bytes) is not a version edit: {e}",
-                record.len()
+                "record at offset {offset} ({} bytes) is not a version edit: {}",
+                record.len(),
+                reader.record_error(e)
             ))
         }
     };

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::{read_value, BlobPointer};
+use super::{malformed_pointer, read_value, BlobPointer};
 use crate::cache::file_cache::{FileCache, FileOpener};
 use crate::env::{Env, RandomAccessFile};
 use crate::error::Result;
@@ -69,12 +69,30 @@ impl BlobCache {
         self.files.get(number, ())
     }
 
+    /// The directory of the database whose blob files these are.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.files.opener().dir
+    }
+
     /// The open blob file `number`.
     ///
     /// # Errors
     /// An I/O error naming `NNNNNN.blob` if it cannot be opened.
     pub fn file(&self, number: u64) -> Result<Arc<dyn RandomAccessFile>> {
         Ok(self.open(number)?.file.clone())
+    }
+
+    /// The value of the entry with user key `key` whose stored value is the blob pointer
+    /// `encoded`, as [`read`](Self::read).
+    ///
+    /// # Errors
+    /// As [`read`](Self::read); and if `encoded` is not a pointer, corruption naming what is
+    /// known (see [`malformed_pointer`]).
+    pub(crate) fn read_encoded(&self, key: &[u8], encoded: &[u8], verify: bool) -> Result<Vec<u8>> {
+        match BlobPointer::decode(encoded) {
+            Some(pointer) => self.read(&pointer, verify),
+            None => Err(malformed_pointer(self.dir(), key, encoded)),
+        }
     }
 
     /// The value `pointer` points to, checked against the pointer's checksum when `verify` is

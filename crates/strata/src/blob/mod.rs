@@ -34,7 +34,11 @@ pub(crate) use reader::read_value;
 pub use reader::{BlobRecord, BlobScanner};
 pub use writer::BlobFileWriter;
 
+use std::path::Path;
+
 use crate::coding::{put_fixed32, put_varint64, Decoder};
+use crate::error::Error;
+use crate::filename::blob_file;
 use crate::table::Compression;
 
 /// The first bytes of every blob file.
@@ -119,6 +123,39 @@ impl BlobPointer {
                 .offset
                 .checked_add(self.len)
                 .is_some_and(|end| end <= file_len)
+    }
+}
+
+/// The corruption of an entry of the database in `dir`, with user key `key`, whose value should
+/// be a blob pointer but is `encoded`, which does not decode. The entry was read through the
+/// merged view of the database, so the table or log it came from is not known: the error names
+/// the blob file (and the value's offset in it) if the pointer decodes that far, and otherwise
+/// the database's directory; its reason names the entry.
+pub(crate) fn malformed_pointer(dir: &Path, key: &[u8], encoded: &[u8]) -> Error {
+    let mut d = Decoder::new(encoded);
+    let entry = format!(
+        "the entry with key '{}' of the database at {}",
+        key.escape_ascii(),
+        dir.display()
+    );
+    match (d.varint64(), d.varint64()) {
+        (Some(file), Some(offset)) => Error::corruption(
+            blob_file(dir, file),
+            offset,
+            format!("{entry} holds a malformed pointer to a value at this offset"),
+        ),
+        (Some(file), None) => Error::corruption(
+            blob_file(dir, file),
+            0,
+            format!(
+                "{entry} holds a malformed pointer into this file (its offset does not decode)"
+            ),
+        ),
+        _ => Error::corruption(
+            dir,
+            0,
+            format!("{entry} holds a malformed blob pointer (not even its file number decodes)"),
+        ),
     }
 }
 

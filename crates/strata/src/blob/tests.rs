@@ -288,3 +288,41 @@ fn the_cache_reads_values_appended_after_it_opened_the_file() {
         }
     }
 }
+
+/// A malformed pointer names the blob file it points into when it decodes that far, else the
+/// database's directory; never an empty file. The reason names the entry's key.
+#[test]
+fn a_malformed_pointer_names_what_is_known() {
+    let dir = Path::new("/db");
+    let mut encoded = Vec::new();
+    crate::coding::put_varint64(&mut encoded, 7);
+    crate::coding::put_varint64(&mut encoded, 300);
+    // File and offset decode; the length is cut off.
+    match malformed_pointer(dir, b"k\x01", &encoded) {
+        Error::Corruption {
+            file,
+            offset,
+            reason,
+        } => {
+            assert_eq!((file, offset), (crate::filename::blob_file(dir, 7), 300));
+            assert!(
+                reason.contains("key 'k\\x01'") && reason.contains("/db"),
+                "{reason}"
+            );
+        }
+        other => panic!("{other}"),
+    }
+    // Only the file number decodes.
+    match malformed_pointer(dir, b"k", &encoded[..1]) {
+        Error::Corruption { file, .. } => assert_eq!(file, crate::filename::blob_file(dir, 7)),
+        other => panic!("{other}"),
+    }
+    // Nothing decodes.
+    match malformed_pointer(dir, b"k", &[0x80]) {
+        Error::Corruption { file, reason, .. } => {
+            assert_eq!(file, dir);
+            assert!(reason.contains("key 'k'"), "{reason}");
+        }
+        other => panic!("{other}"),
+    }
+}

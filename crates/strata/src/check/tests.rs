@@ -206,6 +206,32 @@ fn a_damaged_log_record_is_found_but_a_torn_tail_is_not() {
     );
 }
 
+/// Regression (issue #16): a log record that is not a write batch was placed at the record's
+/// offset, not at the malformed operation's.
+#[test]
+fn a_log_record_that_is_not_a_batch_is_placed_at_the_malformed_operation() {
+    let env = MemEnv::new();
+    build(&env);
+    let log = find(&env, FileKind::Log);
+    let path = Path::new(DIR).join(&log);
+    let mut writer = crate::log::LogWriter::new(env.new_writable_file(&path).unwrap());
+    let mut good = crate::WriteBatch::new();
+    good.put(b"log0", b"x");
+    good.set_seqno(5000);
+    writer.add_record(good.encoded()).unwrap();
+    let second_record = writer.file_len();
+    let mut bytes = good.encoded().to_vec();
+    bytes[12] = 7; // not an operation
+    writer.add_record(&bytes).unwrap();
+    writer.sync().unwrap();
+    let report = check(DIR, &options(&env)).unwrap();
+    assert_eq!(report.damage.len(), 1, "{:?}", report.damage);
+    let damage = &report.damage[0];
+    assert_eq!(damage.file, path);
+    assert_eq!(damage.offset, Some(second_record + crate::log::HEADER_SIZE as u64 + 12), "{damage}");
+    assert!(damage.reason.contains("unknown operation"), "{damage}");
+}
+
 #[test]
 fn damaged_or_missing_current_and_manifest_are_found() {
     let env = MemEnv::new();

@@ -108,7 +108,16 @@ pub(crate) fn run(
                 finish_output(files, current.take().expect("checked"), outputs)?;
             }
             let parsed = ParsedInternalKey::parse(key).ok_or_else(|| {
-                Error::corruption(files.dir, 0, "compaction input holds a malformed key")
+                Error::corruption(
+                    files.dir,
+                    0,
+                    format!(
+                        "compaction input of the database at {} holds a malformed internal key \
+                         '{}'",
+                        files.dir.display(),
+                        key.escape_ascii()
+                    ),
+                )
             })?;
             let new_key = current_user_key
                 .as_deref()

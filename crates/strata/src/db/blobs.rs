@@ -158,7 +158,7 @@ impl DbInner {
         let large = |op: &crate::batch::BatchOp<'_>| {
             op.kind == ValueKind::Value && op.value.len() >= threshold
         };
-        if !batch.iter().any(|op| op.is_ok_and(|op| large(&op))) {
+        if !batch.iter().any(|op| large(&op)) {
             return Ok((batch, None));
         }
         self.wait_for_blob_gc()?;
@@ -172,7 +172,6 @@ impl DbInner {
         let mut out = WriteBatch::with_capacity(batch.count() as usize * 48);
         let appended = (|| {
             for op in batch.iter() {
-                let op = op?;
                 if large(&op) {
                     let pointer = writer.add(op.key, op.value, self.options.blob_compression)?;
                     out.put_blob_pointer(op.key, &pointer);
@@ -312,7 +311,6 @@ impl ReplayedBlobs {
         tombstones: &BTreeMap<u64, u64>,
     ) -> Result<bool> {
         for op in batch.iter() {
-            let op = op?;
             if op.kind != ValueKind::BlobPointer {
                 continue;
             }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use super::{DbInner, ReadView};
-use crate::blob::{BlobCache, BlobPointer};
+use crate::blob::BlobCache;
 use crate::comparator::Comparator;
 use crate::error::{Error, Result};
 use crate::iter::{BoxedIter, InternalIterator, MergingIter};
@@ -272,10 +272,8 @@ impl DbIterator {
             return Ok(stored);
         }
         let resolved = self.resolved.get_or_init(|| {
-            let pointer = BlobPointer::decode(stored).ok_or_else(|| {
-                Error::corruption("", 0, "the database holds a malformed blob pointer")
-            })?;
-            self.blob_cache.read(&pointer, self.verify_checksums)
+            self.blob_cache
+                .read_encoded(self.key(), stored, self.verify_checksums)
         });
         match resolved {
             Ok(v) => Ok(v),
@@ -302,12 +300,19 @@ impl DbIterator {
         self.merged.status()
     }
 
-    /// Stops the cursor on a key that is not a valid internal key.
+    /// Stops the cursor on a key that is not a valid internal key. Requires: the merge is on
+    /// that key. Its file is not known to the merge, so the error names the database.
     fn malformed_key(&mut self) {
+        let dir = self.blob_cache.dir();
+        let key = self.merged.key();
         self.error = Some(Error::corruption(
-            "",
+            dir,
             0,
-            "the database holds a malformed internal key",
+            format!(
+                "the database at {} holds a malformed internal key '{}'",
+                dir.display(),
+                key.escape_ascii()
+            ),
         ));
         self.stop();
     }

@@ -42,7 +42,7 @@ use std::thread::JoinHandle;
 use arc_swap::ArcSwap;
 
 use crate::batch::WriteBatch;
-use crate::blob::{BlobCache, BlobPointer};
+use crate::blob::BlobCache;
 use crate::cache::{BlockCache, TableCache};
 use crate::env::{Env, FileLock};
 use crate::error::{Error, Result};
@@ -394,7 +394,7 @@ impl Db {
             match mem.get(key, seqno) {
                 Some(MemLookup::Value(v)) => return Ok(Some(v.to_vec())),
                 Some(MemLookup::BlobPointer(p)) => {
-                    return inner.read_blob(p, options.verify_checksums).map(Some)
+                    return inner.read_blob(key, p, options.verify_checksums).map(Some)
                 }
                 Some(MemLookup::Deleted) => return Ok(None),
                 None => {}
@@ -412,7 +412,9 @@ impl Db {
         }
         Ok(match found {
             TableLookup::Value(v) => Some(v),
-            TableLookup::BlobPointer(p) => Some(inner.read_blob(&p, options.verify_checksums)?),
+            TableLookup::BlobPointer(p) => {
+                Some(inner.read_blob(key, &p, options.verify_checksums)?)
+            }
             TableLookup::Deleted | TableLookup::Absent => None,
         })
     }
@@ -783,11 +785,9 @@ impl DbInner {
         }
     }
 
-    /// The value an encoded blob pointer (an entry's value) points to.
-    pub(crate) fn read_blob(&self, encoded: &[u8], verify: bool) -> Result<Vec<u8>> {
-        let pointer = BlobPointer::decode(encoded)
-            .ok_or_else(|| Error::corruption(&self.dir, 0, "malformed blob pointer in an entry"))?;
-        self.blob_cache.read(&pointer, verify)
+    /// The value an encoded blob pointer (the value of the entry with user key `key`) points to.
+    pub(crate) fn read_blob(&self, key: &[u8], encoded: &[u8], verify: bool) -> Result<Vec<u8>> {
+        self.blob_cache.read_encoded(key, encoded, verify)
     }
 
     /// Publishes a new read view from the state. Requires: the state mutex is held (the

@@ -11,7 +11,7 @@ use super::flush::write_level0_table;
 use super::open::info;
 use super::{DbInner, DbState};
 use crate::batch::WriteBatch;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::filename::{self, FileKind};
 use crate::key::SeqNo;
 use crate::log::{LogReader, LogWriter, ReadMode};
@@ -215,12 +215,7 @@ fn replay_log(inner: &DbInner, recovery: &mut Recovery<'_>, number: u64) -> Resu
     let mut reader = LogReader::new(file, &path, ReadMode::Recovery);
     let mut first = true;
     while let Some(record) = reader.next_record()? {
-        let batch = WriteBatch::decode(record).map_err(|e| match e {
-            Error::Corruption {
-                offset: at, reason, ..
-            } => Error::corruption(&path, reader.last_record_offset() + at, reason),
-            other => other,
-        })?;
+        let batch = WriteBatch::decode(record).map_err(|e| reader.record_error(e))?;
         if first {
             first = false;
             if recovery.starts_after_gap(&batch) {

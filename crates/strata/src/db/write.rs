@@ -73,7 +73,6 @@ fn validate(batch: &WriteBatch) -> Result<()> {
         return Ok(());
     }
     for op in batch.iter() {
-        let op = op?;
         if op.kind == crate::key::ValueKind::BlobPointer {
             return Err(blob_pointer_refused());
         }

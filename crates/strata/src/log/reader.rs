@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::{RecordType, BLOCK_SIZE, HEADER_SIZE};
 use crate::coding::{crc32c, crc32c_extend, decode_fixed32, locate_single_bit_error, unmask_crc};
 use crate::env::SequentialFile;
-use crate::error::{Error, Result};
+use crate::error::{Error, RecordError, Result};
 
 /// What the reader does when it finds damage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,6 +249,9 @@ pub struct LogReader {
     eof: bool,
     /// The fragments of the record being assembled.
     scratch: Vec<u8>,
+    /// Where each fragment of the last record returned starts: its first byte's index in the
+    /// record, and that byte's file offset (one entry for a record in one block).
+    fragments: Vec<(usize, u64)>,
     /// File offset of the last record returned.
     last_record_offset: u64,
     /// File offset just past the last record returned.
@@ -270,6 +273,7 @@ impl LogReader {
             end_of_buffer_offset: 0,
             eof: false,
             scratch: Vec::new(),
+            fragments: Vec::new(),
             last_record_offset: 0,
             end_of_last_record: 0,
             corruptions: Vec::new(),
@@ -299,6 +303,54 @@ impl LogReader {
     /// The file offset of the first physical record of the last record returned.
     pub fn last_record_offset(&self) -> u64 {
         self.last_record_offset
+    }
+
+    /// The corruption error of a last record returned that its decoder refused: it names this
+    /// log and the file offset of the byte the decoder refused (a record split across blocks
+    /// has headers between its fragments, so that is not the record's offset plus `e.offset`).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use std::sync::Arc;
+    /// use strata::log::{LogReader, LogWriter, ReadMode, HEADER_SIZE};
+    /// use strata::{Env, Error, MemEnv, WriteBatch};
+    ///
+    /// let env = MemEnv::new();
+    /// let path = Path::new("/000003.log");
+    /// let mut log = LogWriter::new(env.new_writable_file(path)?);
+    /// log.add_record(b"not a batch")?;
+    /// log.sync()?;
+    /// let mut reader = LogReader::new(env.new_sequential_file(path)?, path, ReadMode::Strict);
+    /// let record = reader.next_record()?.unwrap();
+    /// let refused = WriteBatch::decode(record).unwrap_err();
+    /// match reader.record_error(refused) {
+    ///     Error::Corruption { file, offset, .. } => {
+    ///         assert_eq!(file, path);
+    ///         assert_eq!(offset, HEADER_SIZE as u64); // the record's first byte
+    ///     }
+    ///     other => panic!("{other}"),
+    /// }
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn record_error(&self, e: RecordError) -> Error {
+        Error::Corruption {
+            file: self.path.clone(),
+            offset: self.file_offset_of(e.offset),
+            reason: e.reason,
+        }
+    }
+
+    /// The file offset of byte `n` of the last record returned (the last record's offset
+    /// before the first record).
+    pub fn file_offset_of(&self, n: u64) -> u64 {
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        let fragment = self.fragments.partition_point(|&(start, _)| start <= n);
+        match fragment.checked_sub(1).map(|i| self.fragments[i]) {
+            Some((start, file_offset)) => file_offset + (n - start) as u64,
+            None => self.last_record_offset,
+        }
     }
 
     /// The file offset just past the last record returned (0 before the first): where a writer
@@ -336,6 +388,8 @@ impl LogReader {
                         self.refuse_if_damaged()?;
                         self.last_record_offset = offset;
                         self.end_of_last_record = self.buffer_offset(self.pos);
+                        self.fragments.clear();
+                        self.fragments.push((0, self.buffer_offset(start)));
                         return Ok(Some(&self.buffer[start..end]));
                     }
                     RecordType::First => {
@@ -344,6 +398,8 @@ impl LogReader {
                             self.report(Damage::PartialRecord, record_offset, bytes)?;
                         }
                         self.scratch.clear();
+                        self.fragments.clear();
+                        self.fragments.push((0, self.buffer_offset(start)));
                         self.scratch.extend_from_slice(&self.buffer[start..end]);
                         in_fragmented = true;
                         record_offset = offset;
@@ -354,6 +410,8 @@ impl LogReader {
                             self.report(Damage::MissingStart, offset, bytes)?;
                             continue;
                         }
+                        let at = (self.scratch.len(), self.buffer_offset(start));
+                        self.fragments.push(at);
                         self.scratch.extend_from_slice(&self.buffer[start..end]);
                         if kind == RecordType::Last {
                             self.refuse_if_damaged()?;

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::*;
 use crate::coding::{crc32c, mask_crc};
 use crate::env::{read_file_to_vec, write_file, Env, MemEnv};
-use crate::error::{Error, Result};
+use crate::error::{Error, RecordError, Result};
 use crate::log::tail_damage;
 
 const PATH: &str = "/000007.log";
@@ -573,4 +573,39 @@ fn tail_damage_passes_what_a_crash_leaves_and_nothing_else() {
     let at = (BLOCK_SIZE - 64) as u64;
     let damage = tail_damage(&long, at).unwrap();
     assert_eq!(damage.reason, "bad record length");
+}
+
+/// Every byte of a record, whole or split across blocks, maps to the file offset where it lies:
+/// `file_offset_of` skips the headers between fragments (a record's offset plus the byte's
+/// index would not).
+#[test]
+fn file_offset_of_finds_each_byte_of_a_record_in_the_file() {
+    let records = vec![big(100, 1), big(3 * BLOCK_SIZE + 500, 2), big(10, 3)];
+    let bytes = write_log(&records);
+    let env = MemEnv::new();
+    write_file(&env, Path::new(PATH), &bytes, false).unwrap();
+    let file = env.new_sequential_file(Path::new(PATH)).unwrap();
+    let mut r = LogReader::new(file, Path::new(PATH), ReadMode::Strict);
+    for expected in &records {
+        let record = r.next_record().unwrap().unwrap().to_vec();
+        assert_eq!(&record, expected);
+        for n in (0..record.len()).step_by(97).chain([record.len() - 1]) {
+            let at = r.file_offset_of(n as u64) as usize;
+            assert_eq!(bytes[at], record[n], "byte {n} of a {}-byte record", record.len());
+        }
+        // A fragment's first byte, past a header in the middle of the record.
+        if record.len() > BLOCK_SIZE {
+            let first_fragment = BLOCK_SIZE - HEADER_SIZE - 100 - HEADER_SIZE;
+            let at = r.file_offset_of(first_fragment as u64);
+            assert_eq!(at, (BLOCK_SIZE + HEADER_SIZE) as u64);
+        }
+        let e = r.record_error(RecordError::new(record.len() as u64 - 1, "test"));
+        match e {
+            Error::Corruption { file, offset, .. } => {
+                assert_eq!(file, Path::new(PATH));
+                assert_eq!(bytes[offset as usize], record[record.len() - 1]);
+            }
+            other => panic!("{other}"),
+        }
+    }
 }

@@ -67,12 +67,9 @@ impl MemTable {
         if batch.has_blob_pointers() {
             self.holds_blob_pointers.store(true, Ordering::Relaxed);
         }
-        let entries = (batch.seqno()..).zip(batch.iter()).map(|(seqno, op)| {
-            // A `WriteBatch` is well-formed by construction: `put` and `delete` build it, and
-            // `decode`, its only constructor from bytes, checks every operation.
-            let op = op.expect("WriteBatch invariant: its operations decode");
-            (op.key, pack_tag(seqno, op.kind), op.value)
-        });
+        let entries = (batch.seqno()..)
+            .zip(batch.iter())
+            .map(|(seqno, op)| (op.key, pack_tag(seqno, op.kind), op.value));
         self.list.insert_all(entries);
     }
 

@@ -25,7 +25,7 @@
 use std::collections::BTreeSet;
 
 use crate::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
-use crate::error::{Error, Result};
+use crate::error::RecordError;
 use crate::key::{ParsedInternalKey, SeqNo};
 
 /// The number of levels, L0 to L6.
@@ -188,14 +188,17 @@ impl VersionEdit {
     /// Parses a record.
     ///
     /// # Errors
-    /// Corruption, at the offset within the record of the field that is malformed: an unknown
-    /// tag, a level of 7 or more, an invalid internal key, or a truncated field.
-    pub fn decode(src: &[u8]) -> Result<VersionEdit> {
+    /// A [`RecordError`] at the offset within the record of the field that is malformed: an
+    /// unknown tag, a level of 7 or more, an invalid internal key, or a truncated field. The
+    /// caller, who knows where the record was read, turns it into an
+    /// [`Error`](crate::Error) with
+    /// [`LogReader::record_error`](crate::log::LogReader::record_error).
+    pub fn decode(src: &[u8]) -> Result<VersionEdit, RecordError> {
         let mut edit = VersionEdit::default();
         let mut d = Decoder::new(src);
         while !d.is_empty() {
             let at = d.position();
-            let fail = |what: &'static str| Error::corruption("", at as u64, what);
+            let fail = |what: &'static str| RecordError::new(at as u64, what);
             let tag = d
                 .varint32()
                 .ok_or_else(|| fail("bad tag in version edit"))?;

@@ -150,13 +150,7 @@ pub(crate) fn replay_manifest(
     while let Some(record) = reader.next_record()? {
         records += 1;
         let decoded = VersionEdit::decode(record);
-        let offset = reader.last_record_offset();
-        let edit = decoded.map_err(|e| match e {
-            Error::Corruption {
-                offset: at, reason, ..
-            } => Error::corruption(&path, offset + at, reason),
-            other => other,
-        })?;
+        let edit = decoded.map_err(|e| reader.record_error(e))?;
         if let Some(c) = &edit.comparator {
             let ours = icmp.user_comparator().name();
             let c = match c.strip_suffix(BLOB_COMPARATOR_SUFFIX) {

@@ -68,7 +68,6 @@ pub fn fingerprints(n: u64, shape: Shape) -> Vec<u64> {
     let mut out = vec![0];
     for i in 0..n {
         for op in batch(i, shape).iter() {
-            let op = op.unwrap();
             if let Some(old) = model.remove(op.key) {
                 hash ^= entry_hash(op.key, &old);
             }

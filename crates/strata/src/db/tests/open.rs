@@ -380,7 +380,39 @@ fn a_logged_batch_with_sequence_numbers_past_the_largest_is_corruption() {
     log.add_record(batch.encoded()).unwrap();
     log.sync().unwrap();
     match Db::open(DIR, options(&env)) {
-        Err(Error::Corruption { file, offset, .. }) => assert_eq!((file, offset), (path, 0)),
+        // The batch's sequence number: its record's first byte, past the log record's header.
+        Err(Error::Corruption { file, offset, .. }) => {
+            assert_eq!((file, offset), (path, crate::log::HEADER_SIZE as u64))
+        }
+        other => panic!("expected corruption, got {:?}", other.map(|_| ())),
+    }
+}
+
+/// A log record that is not a write batch (crafted, with a good checksum, after a good one) is
+/// corruption naming the log and the file offset of the bad operation: past the record's
+/// header, the operation's offset in the record.
+#[test]
+fn a_malformed_batch_in_a_log_names_the_log_and_the_absolute_offset() {
+    let env = MemEnv::new();
+    drop(Db::open(DIR, options(&env)).unwrap());
+    let path = Path::new(DIR).join("000099.log");
+    let mut log = LogWriter::new(env.new_writable_file(&path).unwrap());
+    let mut good = WriteBatch::new();
+    good.put(b"k", b"v");
+    good.set_seqno(1);
+    log.add_record(good.encoded()).unwrap();
+    let second_record = log.file_len();
+    let mut bad = WriteBatch::new();
+    bad.put(b"k", b"v");
+    bad.set_seqno(2);
+    let mut bytes = bad.encoded().to_vec();
+    bytes[12] = 7; // not an operation
+    log.add_record(&bytes).unwrap();
+    log.sync().unwrap();
+    match Db::open(DIR, options(&env)) {
+        Err(Error::Corruption { file, offset, .. }) => {
+            assert_eq!((file, offset), (path, second_record + crate::log::HEADER_SIZE as u64 + 12))
+        }
         other => panic!("expected corruption, got {:?}", other.map(|_| ())),
     }
 }
