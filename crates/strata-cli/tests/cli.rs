@@ -4,11 +4,12 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use strata::{Db, Options, ReadOptions, WriteOptions};
+use strata_testkit::{copy_fixture, expected_tsv, project_fixtures, shared_fixtures};
 
 /// Runs `strata` with `args` (and `stdin`, if any).
 fn strata_with_input(args: &[&str], stdin: Option<&[u8]>) -> Output {
@@ -87,56 +88,6 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         }
     }
     files
-}
-
-fn project_fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../strata/tests/fixtures/leveldb-1.23")
-}
-
-/// The shared fixtures beside the project (for the large `compacted` one); required in CI.
-fn shared_fixtures() -> Option<PathBuf> {
-    let dir = match std::env::var_os("STRATA_SHARED_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
-    }
-    .join("fixtures/leveldb-1.23");
-    if dir.join("compacted").is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must have {}",
-        dir.display()
-    );
-    None
-}
-
-/// Copies fixture `name` into a new temporary directory: the fixture itself is never opened.
-fn copy_fixture(root: &Path, name: &str) -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    for entry in fs::read_dir(root.join(name)).unwrap() {
-        let entry = entry.unwrap();
-        let dest = tmp.path().join(entry.file_name());
-        fs::copy(entry.path(), &dest).unwrap();
-        let mut perms = fs::metadata(&dest).unwrap().permissions();
-        #[allow(clippy::permissions_set_readonly_false)]
-        perms.set_readonly(false);
-        fs::set_permissions(&dest, perms).unwrap();
-    }
-    tmp
-}
-
-fn expected_tsv(root: &Path, name: &str) -> String {
-    let plain = root.join(format!("{name}.expected.tsv"));
-    if plain.exists() {
-        return fs::read_to_string(plain).unwrap();
-    }
-    let gz = fs::File::open(root.join(format!("{name}.expected.tsv.gz"))).unwrap();
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(gz)
-        .read_to_string(&mut text)
-        .unwrap();
-    text
 }
 
 /// A database of `n` keys `key00000`.. with values `value-i`, flushed into tables, plus a few

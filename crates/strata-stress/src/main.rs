@@ -32,6 +32,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+// splitmix64, the one strata's tests use.
+use strata_testkit::splitmix64 as mix;
 
 /// Key slots per writer: write `n` overwrites slot `n % SLOTS`.
 const SLOTS: u64 = 500;
@@ -44,14 +46,6 @@ fn options() -> Options {
         max_file_size: 512 << 10,
         ..Options::default()
     }
-}
-
-/// splitmix64.
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 fn slot_key(writer: usize, slot: u64, part: &str) -> Vec<u8> {

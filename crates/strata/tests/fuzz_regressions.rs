@@ -13,8 +13,7 @@ mod checks;
 use std::fs;
 use std::path::Path;
 
-mod common;
-use common::splitmix64;
+use strata_testkit::splitmix64;
 
 type Check = fn(&[u8]);
 

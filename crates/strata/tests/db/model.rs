@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
-mod common;
+use strata_testkit as common;
 
 use proptest::prelude::*;
 use strata::{Db, Env, MemEnv, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};

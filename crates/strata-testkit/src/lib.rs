@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! Helpers shared by the integration tests: finding and copying LevelDB fixtures, reading
-//! their expected contents, and small deterministic random numbers.
+//! Test support shared by strata's crates (strata's integration tests, strata-cli's tests,
+//! db_bench and the crash loop): finding and copying LevelDB fixtures, reading their expected
+//! contents, small deterministic random numbers, a panic counter and a watchdog, the table
+//! numbers of a database, numbered writes recognisable after a crash ([`writes`]), and, with the
+//! `leveldb` feature, LevelDB 1.23 itself through its C API ([`leveldb`]).
 
-#![allow(dead_code)]
-
-#[cfg(feature = "leveldb-interop")]
-pub mod leveldb_ffi;
+#[cfg(feature = "leveldb")]
+pub mod leveldb;
 pub mod writes;
 
 use std::collections::BTreeMap;
@@ -24,9 +25,10 @@ pub fn splitmix64(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// The fixtures committed with the project.
+/// The fixtures committed with the project (in strata's tests). Never open them in place:
+/// [`copy_fixture`] first.
 pub fn project_fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/leveldb-1.23")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../strata/tests/fixtures/leveldb-1.23")
 }
 
 /// The shared fixtures beside the project (for the large `compacted` one), if present.
@@ -53,7 +55,8 @@ pub fn shared_fixtures() -> Option<PathBuf> {
     None
 }
 
-/// Copies fixture directory `name` from `root` into a new temporary directory.
+/// Copies fixture directory `name` from `root` into a new temporary directory: the fixture
+/// itself is never opened.
 pub fn copy_fixture(root: &Path, name: &str) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().expect("tempdir");
     for entry in fs::read_dir(root.join(name)).expect("fixture dir") {
@@ -76,20 +79,25 @@ pub fn hex_decode(s: &str) -> Vec<u8> {
         .collect()
 }
 
+/// The text of `<name>.expected.tsv` (or `.tsv.gz`) in `root`: a line per entry, the key and
+/// the value in hex, separated by a tab.
+pub fn expected_tsv(root: &Path, name: &str) -> String {
+    let plain = root.join(format!("{name}.expected.tsv"));
+    if plain.exists() {
+        return fs::read_to_string(plain).expect("read tsv");
+    }
+    let gz = fs::File::open(root.join(format!("{name}.expected.tsv.gz"))).expect("open gz");
+    let mut s = String::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_string(&mut s)
+        .expect("gunzip");
+    s
+}
+
 /// Reads `<name>.expected.tsv` (or `.tsv.gz`) from `root`.
 pub fn expected_contents(root: &Path, name: &str) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let plain = root.join(format!("{name}.expected.tsv"));
-    let text = if plain.exists() {
-        fs::read_to_string(plain).expect("read tsv")
-    } else {
-        let gz = fs::File::open(root.join(format!("{name}.expected.tsv.gz"))).expect("open gz");
-        let mut s = String::new();
-        flate2::read::GzDecoder::new(gz)
-            .read_to_string(&mut s)
-            .expect("gunzip");
-        s
-    };
-    text.lines()
+    expected_tsv(root, name)
+        .lines()
         .map(|line| {
             let (k, v) = line.split_once('\t').expect("tab");
             (hex_decode(k), hex_decode(v))
@@ -98,7 +106,8 @@ pub fn expected_contents(root: &Path, name: &str) -> BTreeMap<Vec<u8>, Vec<u8>> 
 }
 
 /// Panics seen in any thread (a background thread's too) since [`count_panics`] was first
-/// called in this test binary.
+/// called in this test binary: a test asserting that none happened shares its binary only with
+/// tests that do not panic on purpose.
 pub static PANICS: AtomicU64 = AtomicU64::new(0);
 
 /// Starts counting panics in [`PANICS`], keeping the default report.

@@ -15,7 +15,7 @@
 //!
 //! `STRATA_FAULT_STRIDE=N` tries every Nth call only (default 1: every call).
 
-mod common;
+use strata_testkit as common;
 
 use std::sync::Arc;
 

@@ -8,14 +8,12 @@
 //! scan, and a point lookup of every present and many absent keys (through strata's filters
 //! when they are on).
 //!
-//! Run with `cargo test -p strata --features leveldb-interop --test leveldb_interop` after
+//! Run with `cargo test -p strata --features leveldb-interop --test leveldb interop::` after
 //! `scripts/install-peers.sh --leveldb-only`.
 
 #![cfg(feature = "leveldb-interop")]
-#![allow(unsafe_code)]
 
 use std::collections::BTreeMap;
-use std::ffi::{c_char, CStr, CString};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -27,32 +25,14 @@ use strata::table::{Compression, TableBuilder, TableOptions};
 use strata::version::{FileMetaData, VersionEdit};
 use strata::{Env, PosixEnv, WriteBatch};
 
-mod common;
-
-use common::leveldb_ffi as ffi;
+use strata_testkit as common;
+use strata_testkit::leveldb;
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
-/// An open LevelDB database, closed on drop.
-struct LevelDb {
-    db: *mut ffi::Db,
-    options: *mut ffi::Options,
-    policy: *mut ffi::FilterPolicy,
-    read: *mut ffi::ReadOptions,
-}
-
-fn take_error(err: *mut c_char) -> Result<(), String> {
-    if err.is_null() {
-        return Ok(());
-    }
-    // SAFETY: LevelDB sets `err` to a NUL-terminated string it allocated with malloc.
-    let msg = unsafe { CStr::from_ptr(err) }
-        .to_string_lossy()
-        .into_owned();
-    // SAFETY: `err` came from LevelDB's allocator and is freed once.
-    unsafe { ffi::leveldb_free(err.cast()) };
-    Err(msg)
-}
+/// LevelDB as these tests open it (strata-testkit's safe wrapper of its C API): paranoid
+/// checks, checksums verified, closed on drop.
+struct LevelDb(leveldb::LevelDb);
 
 impl LevelDb {
     fn open(dir: &Path, bloom_bits: Option<i32>) -> Result<LevelDb, String> {
@@ -60,148 +40,53 @@ impl LevelDb {
     }
 
     fn open_with(dir: &Path, bloom_bits: Option<i32>, create: bool) -> Result<LevelDb, String> {
-        let name = CString::new(dir.to_str().unwrap()).unwrap();
-        // SAFETY: plain C API calls on objects this function creates and owns; the options
-        // and policy outlive the database because `Drop` closes it first.
-        unsafe {
-            let options = ffi::leveldb_options_create();
-            ffi::leveldb_options_set_paranoid_checks(options, 1);
-            ffi::leveldb_options_set_create_if_missing(options, u8::from(create));
-            let policy = match bloom_bits {
-                Some(bits) => {
-                    let p = ffi::leveldb_filterpolicy_create_bloom(bits);
-                    ffi::leveldb_options_set_filter_policy(options, p);
-                    p
-                }
-                None => std::ptr::null_mut(),
-            };
-            let mut err = std::ptr::null_mut();
-            let db = ffi::leveldb_open(options, name.as_ptr(), &mut err);
-            let read = ffi::leveldb_readoptions_create();
-            ffi::leveldb_readoptions_set_verify_checksums(read, 1);
-            let handle = LevelDb {
-                db,
-                options,
-                policy,
-                read,
-            };
-            take_error(err)?;
-            Ok(handle)
-        }
+        let options = leveldb::Options {
+            create_if_missing: create,
+            paranoid_checks: true,
+            bloom_bits,
+            verify_checksums: true,
+            ..leveldb::Options::default()
+        };
+        leveldb::LevelDb::open(dir, &options).map(LevelDb)
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
-        let mut len = 0usize;
-        let mut err = std::ptr::null_mut();
-        // SAFETY: `self.db` is open; `key` is valid for `key.len()` bytes during the call.
-        let ptr = unsafe {
-            ffi::leveldb_get(
-                self.db,
-                self.read,
-                key.as_ptr().cast(),
-                key.len(),
-                &mut len,
-                &mut err,
-            )
-        };
-        take_error(err)?;
-        if ptr.is_null() {
-            return Ok(None);
-        }
-        // SAFETY: LevelDB returned a malloc'ed buffer of `len` bytes, freed right after copying.
-        let value = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }.to_vec();
-        // SAFETY: freed once, with LevelDB's allocator.
-        unsafe { ffi::leveldb_free(ptr.cast()) };
-        Ok(Some(value))
+        self.0.get(key, None)
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<(), String> {
-        let mut err = std::ptr::null_mut();
-        // SAFETY: the database is open; key and value are valid for their lengths during the
-        // call; the write options are created and destroyed here.
-        unsafe {
-            let w = ffi::leveldb_writeoptions_create();
-            ffi::leveldb_put(
-                self.db,
-                w,
-                key.as_ptr().cast(),
-                key.len(),
-                value.as_ptr().cast(),
-                value.len(),
-                &mut err,
-            );
-            ffi::leveldb_writeoptions_destroy(w);
-        }
-        take_error(err)
+        self.0.put(key, value)
     }
 
     fn delete(&self, key: &[u8]) -> Result<(), String> {
-        let mut err = std::ptr::null_mut();
-        // SAFETY: as for `put`.
-        unsafe {
-            let w = ffi::leveldb_writeoptions_create();
-            ffi::leveldb_delete(self.db, w, key.as_ptr().cast(), key.len(), &mut err);
-            ffi::leveldb_writeoptions_destroy(w);
-        }
-        take_error(err)
+        self.0.delete(key)
     }
 
     fn compact_all(&self) {
-        // SAFETY: the database is open; null bounds mean the whole key space.
-        unsafe { ffi::leveldb_compact_range(self.db, std::ptr::null(), 0, std::ptr::null(), 0) };
+        self.0.compact_range(None, None);
     }
 
     fn scan(&self, reverse: bool) -> Result<Entries, String> {
         let mut out = Vec::new();
-        // SAFETY: the iterator is created from the open database, used only while it is open,
-        // and destroyed before returning; key and value slices are copied before it moves.
-        unsafe {
-            let it = ffi::leveldb_create_iterator(self.db, self.read);
-            if reverse {
-                ffi::leveldb_iter_seek_to_last(it);
-            } else {
-                ffi::leveldb_iter_seek_to_first(it);
-            }
-            while ffi::leveldb_iter_valid(it) != 0 {
-                let (mut kl, mut vl) = (0usize, 0usize);
-                let k = ffi::leveldb_iter_key(it, &mut kl);
-                let v = ffi::leveldb_iter_value(it, &mut vl);
-                out.push((
-                    std::slice::from_raw_parts(k.cast::<u8>(), kl).to_vec(),
-                    std::slice::from_raw_parts(v.cast::<u8>(), vl).to_vec(),
-                ));
-                if reverse {
-                    ffi::leveldb_iter_prev(it);
-                } else {
-                    ffi::leveldb_iter_next(it);
-                }
-            }
-            let mut err = std::ptr::null_mut();
-            ffi::leveldb_iter_get_error(it, &mut err);
-            ffi::leveldb_iter_destroy(it);
-            take_error(err)?;
+        let mut it = self.0.iter(None);
+        if reverse {
+            it.seek_to_last();
+        } else {
+            it.seek_to_first();
         }
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
+        }
+        it.status()?;
         if reverse {
             out.reverse();
         }
         Ok(out)
-    }
-}
-
-impl Drop for LevelDb {
-    fn drop(&mut self) {
-        // SAFETY: each object was created by `open` and is destroyed exactly once, the database
-        // before the options and the filter policy it uses.
-        unsafe {
-            if !self.db.is_null() {
-                ffi::leveldb_close(self.db);
-            }
-            ffi::leveldb_readoptions_destroy(self.read);
-            ffi::leveldb_options_destroy(self.options);
-            if !self.policy.is_null() {
-                ffi::leveldb_filterpolicy_destroy(self.policy);
-            }
-        }
     }
 }
 
@@ -574,7 +459,7 @@ fn strata_and_leveldb_exclude_each_other_across_processes() {
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "strata_and_leveldb_exclude_each_other_across_processes",
+            "interop::strata_and_leveldb_exclude_each_other_across_processes",
             "--nocapture",
         ])
         .env(LOCK_CHILD_ENV, dir.path())

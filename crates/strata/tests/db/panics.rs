@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
-mod common;
+use strata_testkit as common;
 
 use strata::filter::FilterPolicy;
 use strata::{Comparator, Db, Error, Options, ReadOptions, WriteOptions};

@@ -2,7 +2,7 @@
 //! strata opens the databases LevelDB 1.23 wrote (copies of the fixtures) and reads exactly
 //! their contents; then writes to them, compacts, reopens, and reads what it wrote.
 
-mod common;
+use strata_testkit as common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

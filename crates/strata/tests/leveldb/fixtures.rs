@@ -4,7 +4,7 @@
 //! (checksums verified, filters used), logs through the log reader and write batches.
 //! Logs, MANIFESTs and an uncompressed table are rebuilt byte for byte.
 
-mod common;
+use strata_testkit as common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -34,15 +34,11 @@
 //! - `STRATA_DIFF_TRACE=1`: print every operation to stderr (and the tables per level);
 //! - `STRATA_DIFF_STRICT=1`: fail also when LevelDB alone is wrong.
 //!
-//! Run with `cargo test -p strata --features leveldb-interop --test leveldb_differential`.
+//! Run with `cargo test -p strata --features leveldb-interop --test leveldb differential::`.
 
 #![cfg(feature = "leveldb-interop")]
-#![allow(unsafe_code)]
-
-mod common;
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
-use std::ffi::{c_char, CStr, CString};
 use std::fmt;
 use std::ops::Bound;
 use std::path::Path;
@@ -50,11 +46,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
-use common::leveldb_ffi as ffi;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::filter::BloomFilterPolicy;
 use strata::{Compression, DbIterator, ReadOptions, WriteBatch, WriteOptions};
+use strata_testkit::leveldb::{self, Iter as LevelIter, Snapshot as LevelSnapshot};
 
 const DEFAULT_OPS: usize = 3000;
 const DEFAULT_SEEDS: u64 = 4;
@@ -69,353 +65,56 @@ type Entry = (Vec<u8>, Vec<u8>);
 /// A cursor's position: the entry it stands on, or `None` when it is not valid.
 type Pos = Option<Entry>;
 
-// ---- A safe wrapper of LevelDB's C API. ----
-
-/// Moves an error LevelDB reported into a `Result`, freeing its message.
-fn take_error(err: *mut c_char) -> Result<(), String> {
-    if err.is_null() {
-        return Ok(());
-    }
-    // SAFETY: LevelDB sets `err` to a NUL-terminated string it allocated with malloc.
-    let msg = unsafe { CStr::from_ptr(err) }
-        .to_string_lossy()
-        .into_owned();
-    // SAFETY: `err` came from LevelDB's allocator and is freed once.
-    unsafe { ffi::leveldb_free(err.cast()) };
-    Err(msg)
-}
-
-/// The open database and the objects it uses; closed when the last `Rc` to it goes (the
-/// database's own handle, its snapshots' and its iterators').
-struct Handle {
-    db: *mut ffi::Db,
-    options: *mut ffi::Options,
-    policy: *mut ffi::FilterPolicy,
-    write: *mut ffi::WriteOptions,
-}
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        // SAFETY: each object was created by `LevelDb::open` and is destroyed exactly once,
-        // the database first (no snapshot or iterator of it is left: they hold this handle)
-        // and then the options and the filter policy it used.
-        unsafe {
-            if !self.db.is_null() {
-                ffi::leveldb_close(self.db);
-            }
-            ffi::leveldb_writeoptions_destroy(self.write);
-            ffi::leveldb_options_destroy(self.options);
-            if !self.policy.is_null() {
-                ffi::leveldb_filterpolicy_destroy(self.policy);
-            }
-        }
-    }
-}
+// ---- LevelDB, as this test opens it (strata-testkit's safe wrapper of its C API). ----
 
 /// A LevelDB database. Its snapshots and iterators keep it open until they are dropped.
-struct LevelDb {
-    h: Rc<Handle>,
-}
+struct LevelDb(leveldb::LevelDb);
 
-/// A LevelDB snapshot, released on drop.
-struct LevelSnapshot {
-    snap: *const ffi::Snapshot,
-    h: Rc<Handle>,
-}
-
-impl Drop for LevelSnapshot {
-    fn drop(&mut self) {
-        // SAFETY: the snapshot was created from `h.db`, which is still open (this holds `h`),
-        // and is released once.
-        unsafe { ffi::leveldb_release_snapshot(self.h.db, self.snap) };
-    }
-}
-
-/// A LevelDB iterator, destroyed on drop.
-struct LevelIter {
-    it: *mut ffi::Iter,
-    _h: Rc<Handle>,
-}
-
-/// Read options for one call, destroyed on drop.
-struct LevelReadOptions(*mut ffi::ReadOptions);
-
-impl LevelReadOptions {
-    fn new(h: &Rc<Handle>, snapshot: Option<&LevelSnapshot>) -> Self {
-        // SAFETY: creates and sets a read options object owned by the result; the snapshot,
-        // if any, belongs to this database (checked) and outlives the call using the options.
-        unsafe {
-            let o = ffi::leveldb_readoptions_create();
-            ffi::leveldb_readoptions_set_verify_checksums(o, 1);
-            if let Some(s) = snapshot {
-                assert!(Rc::ptr_eq(&s.h, h), "a snapshot of another database");
-                ffi::leveldb_readoptions_set_snapshot(o, s.snap);
-            }
-            LevelReadOptions(o)
-        }
-    }
-}
-
-impl Drop for LevelReadOptions {
-    fn drop(&mut self) {
-        // SAFETY: created by `new`, destroyed once.
-        unsafe { ffi::leveldb_readoptions_destroy(self.0) };
-    }
-}
-
-/// Converts an optional key to the pointer and length LevelDB's C API takes: null for none
-/// (an open end); a slice's pointer is never null, even for the empty key.
-fn key_ptr(key: Option<&[u8]>) -> (*const c_char, usize) {
-    match key {
-        Some(k) => (k.as_ptr().cast(), k.len()),
-        None => (std::ptr::null(), 0),
+impl std::ops::Deref for LevelDb {
+    type Target = leveldb::LevelDb;
+    fn deref(&self) -> &leveldb::LevelDb {
+        &self.0
     }
 }
 
 impl LevelDb {
     fn open(dir: &Path, bloom: bool, compression: Compression) -> Result<LevelDb, String> {
-        let name = CString::new(dir.to_str().unwrap()).unwrap();
-        // SAFETY: plain C API calls on objects this function creates; they are owned by the
-        // handle, which destroys them after closing the database.
-        unsafe {
-            let options = ffi::leveldb_options_create();
-            ffi::leveldb_options_set_create_if_missing(options, 1);
-            ffi::leveldb_options_set_paranoid_checks(options, 1);
-            ffi::leveldb_options_set_write_buffer_size(options, WRITE_BUFFER_SIZE);
-            ffi::leveldb_options_set_max_file_size(options, MAX_FILE_SIZE);
-            ffi::leveldb_options_set_block_size(options, BLOCK_SIZE);
-            ffi::leveldb_options_set_compression(options, compression as i32);
-            let policy = if bloom {
-                let p = ffi::leveldb_filterpolicy_create_bloom(10);
-                ffi::leveldb_options_set_filter_policy(options, p);
-                p
-            } else {
-                std::ptr::null_mut()
-            };
-            let mut err = std::ptr::null_mut();
-            let db = ffi::leveldb_open(options, name.as_ptr(), &mut err);
-            let h = Rc::new(Handle {
-                db,
-                options,
-                policy,
-                write: ffi::leveldb_writeoptions_create(),
-            });
-            take_error(err)?;
-            assert!(!db.is_null());
-            Ok(LevelDb { h })
-        }
-    }
-
-    fn put(&self, key: &[u8], value: &[u8]) -> Result<(), String> {
-        let mut err = std::ptr::null_mut();
-        // SAFETY: the database is open; key and value are valid for their lengths during the
-        // call.
-        unsafe {
-            ffi::leveldb_put(
-                self.h.db,
-                self.h.write,
-                key.as_ptr().cast(),
-                key.len(),
-                value.as_ptr().cast(),
-                value.len(),
-                &mut err,
-            );
-        }
-        take_error(err)
-    }
-
-    fn delete(&self, key: &[u8]) -> Result<(), String> {
-        let mut err = std::ptr::null_mut();
-        // SAFETY: the database is open; the key is valid for its length during the call.
-        unsafe {
-            ffi::leveldb_delete(
-                self.h.db,
-                self.h.write,
-                key.as_ptr().cast(),
-                key.len(),
-                &mut err,
-            );
-        }
-        take_error(err)
+        let options = leveldb::Options {
+            create_if_missing: true,
+            paranoid_checks: true,
+            write_buffer_size: Some(WRITE_BUFFER_SIZE),
+            max_file_size: Some(MAX_FILE_SIZE),
+            block_size: Some(BLOCK_SIZE),
+            compression: Some(compression as i32),
+            bloom_bits: bloom.then_some(10),
+            verify_checksums: true,
+            cache_size: None,
+        };
+        leveldb::LevelDb::open(dir, &options).map(LevelDb)
     }
 
     /// Applies `ops` (a put for `Some(value)`, a delete for `None`) as one batch.
     fn write(&self, ops: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<(), String> {
-        let mut err = std::ptr::null_mut();
-        // SAFETY: the batch is created, filled (LevelDB copies keys and values in), written to
-        // the open database and destroyed here.
-        unsafe {
-            let batch = ffi::leveldb_writebatch_create();
-            for (k, v) in ops {
-                match v {
-                    Some(v) => ffi::leveldb_writebatch_put(
-                        batch,
-                        k.as_ptr().cast(),
-                        k.len(),
-                        v.as_ptr().cast(),
-                        v.len(),
-                    ),
-                    None => ffi::leveldb_writebatch_delete(batch, k.as_ptr().cast(), k.len()),
-                }
+        let mut batch = leveldb::WriteBatch::new();
+        for (k, v) in ops {
+            match v {
+                Some(v) => batch.put(k, v),
+                None => batch.delete(k),
             }
-            ffi::leveldb_write(self.h.db, self.h.write, batch, &mut err);
-            ffi::leveldb_writebatch_destroy(batch);
         }
-        take_error(err)
-    }
-
-    fn get(&self, key: &[u8], snapshot: Option<&LevelSnapshot>) -> Result<Option<Vec<u8>>, String> {
-        let read = LevelReadOptions::new(&self.h, snapshot);
-        let mut len = 0usize;
-        let mut err = std::ptr::null_mut();
-        // SAFETY: the database is open; the key is valid for its length during the call.
-        let ptr = unsafe {
-            ffi::leveldb_get(
-                self.h.db,
-                read.0,
-                key.as_ptr().cast(),
-                key.len(),
-                &mut len,
-                &mut err,
-            )
-        };
-        take_error(err)?;
-        // Not found is a null result; an empty value is a malloc(0) buffer, which glibc
-        // returns as a unique non-null pointer.
-        if ptr.is_null() {
-            return Ok(None);
-        }
-        // SAFETY: LevelDB returned a malloc'ed buffer of `len` bytes, freed right after copying.
-        let value = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }.to_vec();
-        // SAFETY: freed once, with LevelDB's allocator.
-        unsafe { ffi::leveldb_free(ptr.cast()) };
-        Ok(Some(value))
-    }
-
-    fn snapshot(&self) -> LevelSnapshot {
-        // SAFETY: the database is open; the snapshot keeps it open until released.
-        let snap = unsafe { ffi::leveldb_create_snapshot(self.h.db) };
-        LevelSnapshot {
-            snap,
-            h: Rc::clone(&self.h),
-        }
-    }
-
-    fn iter(&self, snapshot: Option<&LevelSnapshot>) -> LevelIter {
-        let read = LevelReadOptions::new(&self.h, snapshot);
-        // SAFETY: the database is open, and the iterator keeps it open until destroyed; the
-        // iterator copies what it needs from the read options.
-        let it = unsafe { ffi::leveldb_create_iterator(self.h.db, read.0) };
-        LevelIter {
-            it,
-            _h: Rc::clone(&self.h),
-        }
-    }
-
-    /// The value of a property, if LevelDB knows it.
-    fn property(&self, name: &str) -> Option<String> {
-        let name = CString::new(name).unwrap();
-        // SAFETY: the database is open; the name is NUL-terminated.
-        let ptr = unsafe { ffi::leveldb_property_value(self.h.db, name.as_ptr()) };
-        if ptr.is_null() {
-            return None;
-        }
-        // SAFETY: LevelDB returned a malloc'ed NUL-terminated string, freed after copying.
-        let value = unsafe { CStr::from_ptr(ptr) }
-            .to_string_lossy()
-            .into_owned();
-        // SAFETY: freed once, with LevelDB's allocator.
-        unsafe { ffi::leveldb_free(ptr.cast()) };
-        Some(value)
-    }
-
-    /// Compacts `[begin, end]`; `None` is an open end.
-    fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) {
-        let (b, bl) = key_ptr(begin);
-        let (e, el) = key_ptr(end);
-        // SAFETY: the database is open; each bound is null or valid for its length.
-        unsafe { ffi::leveldb_compact_range(self.h.db, b, bl, e, el) };
+        self.0.write(&batch, false)
     }
 }
 
-impl LevelIter {
-    fn valid(&self) -> bool {
-        // SAFETY: `it` is a live iterator.
-        unsafe { ffi::leveldb_iter_valid(self.it) != 0 }
-    }
+/// A LevelDB iterator's position.
+trait Position {
+    fn pos(&self) -> Pos;
+}
 
-    fn seek_to_first(&mut self) {
-        // SAFETY: `it` is a live iterator.
-        unsafe { ffi::leveldb_iter_seek_to_first(self.it) }
-    }
-
-    fn seek_to_last(&mut self) {
-        // SAFETY: `it` is a live iterator.
-        unsafe { ffi::leveldb_iter_seek_to_last(self.it) }
-    }
-
-    fn seek(&mut self, key: &[u8]) {
-        // SAFETY: `it` is a live iterator; the key is valid for its length during the call.
-        unsafe { ffi::leveldb_iter_seek(self.it, key.as_ptr().cast(), key.len()) }
-    }
-
-    fn next(&mut self) {
-        assert!(self.valid(), "next on an invalid LevelDB iterator");
-        // SAFETY: `it` is a live iterator on an entry.
-        unsafe { ffi::leveldb_iter_next(self.it) }
-    }
-
-    fn prev(&mut self) {
-        assert!(self.valid(), "prev on an invalid LevelDB iterator");
-        // SAFETY: `it` is a live iterator on an entry.
-        unsafe { ffi::leveldb_iter_prev(self.it) }
-    }
-
-    fn key(&self) -> &[u8] {
-        assert!(self.valid(), "key of an invalid LevelDB iterator");
-        let mut len = 0usize;
-        // SAFETY: the iterator is on an entry; the key stays valid until the iterator moves
-        // or is destroyed, which needs `&mut self`, so not while the slice is borrowed.
-        unsafe {
-            let k = ffi::leveldb_iter_key(self.it, &mut len);
-            if len == 0 {
-                return &[];
-            }
-            std::slice::from_raw_parts(k.cast::<u8>(), len)
-        }
-    }
-
-    fn value(&self) -> &[u8] {
-        assert!(self.valid(), "value of an invalid LevelDB iterator");
-        let mut len = 0usize;
-        // SAFETY: as for `key`.
-        unsafe {
-            let v = ffi::leveldb_iter_value(self.it, &mut len);
-            if len == 0 {
-                return &[];
-            }
-            std::slice::from_raw_parts(v.cast::<u8>(), len)
-        }
-    }
-
-    fn status(&self) -> Result<(), String> {
-        let mut err = std::ptr::null_mut();
-        // SAFETY: `it` is a live iterator.
-        unsafe { ffi::leveldb_iter_get_error(self.it, &mut err) };
-        take_error(err)
-    }
-
+impl Position for LevelIter {
     fn pos(&self) -> Pos {
         self.valid()
             .then(|| (self.key().to_vec(), self.value().to_vec()))
-    }
-}
-
-impl Drop for LevelIter {
-    fn drop(&mut self) {
-        // SAFETY: created by `LevelDb::iter` and destroyed once, while the database is still
-        // open (`_h` is dropped after this).
-        unsafe { ffi::leveldb_iter_destroy(self.it) };
     }
 }
 
@@ -863,7 +562,7 @@ impl Run {
         self.snapshots.clear();
         self.strata = None;
         let leveldb = self.leveldb.take().unwrap();
-        assert_eq!(Rc::strong_count(&leveldb.h), 1, "LevelDB is still in use");
+        assert_eq!(leveldb.handles(), 1, "LevelDB is still in use");
     }
 
     /// Tables per level in strata and in LevelDB, e.g. `"2 3 1 0 0 0 0"`.

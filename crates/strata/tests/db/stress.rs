@@ -45,8 +45,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
-mod common;
 use common::splitmix64;
+use strata_testkit as common;
 
 const WRITERS: usize = 3;
 /// Groups per writer.

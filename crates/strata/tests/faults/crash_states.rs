@@ -29,9 +29,9 @@ use std::sync::{Arc, Mutex};
 use strata::env::{FaultEnv, FileOp, OpKind};
 use strata::{CrashMode, Db, Env, MemEnv, Options, WriteOptions};
 
-mod common;
 use common::splitmix64;
 use common::writes::{batch, fingerprints, recovered_prefix, Shape};
+use strata_testkit as common;
 
 const DIR: &str = "/db";
 

@@ -20,7 +20,7 @@
 //! The base database has each key written once, so that a lost record can only mean a missing
 //! key, never an older value.
 
-mod common;
+use strata_testkit as common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! The part of LevelDB 1.23's C API (`leveldb/c.h`, Debian's libleveldb-dev) that the
-//! `leveldb-interop` tests use. Declarations only: each test wraps them in its own safe types.
+//! The part of LevelDB 1.23's C API (`leveldb/c.h`, Debian's libleveldb-dev) that strata's
+//! LevelDB tests and db_bench's LevelDB engine use. Declarations only: [`super`] wraps them in
+//! safe types.
 
-#![cfg(feature = "leveldb-interop")]
+#![allow(unsafe_code)]
 
 use std::ffi::{c_char, c_int, c_uchar, c_void};
 
@@ -38,6 +39,10 @@ pub struct Snapshot {
 pub struct WriteBatch {
     _private: [u8; 0],
 }
+#[repr(C)]
+pub struct Cache {
+    _private: [u8; 0],
+}
 
 #[link(name = "leveldb")]
 extern "C" {
@@ -51,6 +56,9 @@ extern "C" {
     pub fn leveldb_options_set_max_file_size(o: *mut Options, v: usize);
     pub fn leveldb_options_set_block_size(o: *mut Options, v: usize);
     pub fn leveldb_options_set_compression(o: *mut Options, v: c_int);
+    pub fn leveldb_options_set_cache(o: *mut Options, c: *mut Cache);
+    pub fn leveldb_cache_create_lru(capacity: usize) -> *mut Cache;
+    pub fn leveldb_cache_destroy(c: *mut Cache);
     pub fn leveldb_filterpolicy_create_bloom(bits_per_key: c_int) -> *mut FilterPolicy;
     pub fn leveldb_filterpolicy_destroy(p: *mut FilterPolicy);
 
@@ -61,6 +69,7 @@ extern "C" {
 
     pub fn leveldb_writeoptions_create() -> *mut WriteOptions;
     pub fn leveldb_writeoptions_destroy(o: *mut WriteOptions);
+    pub fn leveldb_writeoptions_set_sync(o: *mut WriteOptions, v: c_uchar);
 
     // The database.
     pub fn leveldb_open(o: *const Options, name: *const c_char, err: *mut *mut c_char) -> *mut Db;
