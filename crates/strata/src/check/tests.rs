@@ -228,7 +228,11 @@ fn a_log_record_that_is_not_a_batch_is_placed_at_the_malformed_operation() {
     assert_eq!(report.damage.len(), 1, "{:?}", report.damage);
     let damage = &report.damage[0];
     assert_eq!(damage.file, path);
-    assert_eq!(damage.offset, Some(second_record + crate::log::HEADER_SIZE as u64 + 12), "{damage}");
+    assert_eq!(
+        damage.offset,
+        Some(second_record + crate::log::HEADER_SIZE as u64 + 12),
+        "{damage}"
+    );
     assert!(damage.reason.contains("unknown operation"), "{damage}");
 }
 

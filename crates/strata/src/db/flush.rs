@@ -159,7 +159,11 @@ pub(crate) fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) 
     state.pending_outputs.remove(&number);
     match result {
         Ok(()) => {
-            state.imm = None;
+            // A cursor made before the flush may still read the memtable's pointers.
+            if let Some(imm) = state.imm.take().filter(|m| m.holds_blob_pointers()) {
+                let named = imm.blob_files();
+                state.flushed_memtables.push((Arc::downgrade(&imm), named));
+            }
             // The flushed part of the collector's estimate is counted for good now; the
             // collector estimates the rest again.
             state.blob_gc.flushes += 1;

@@ -36,7 +36,7 @@ mod write;
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
@@ -114,6 +114,11 @@ pub(crate) struct DbState {
     pub(crate) manual: Option<ManualCompaction>,
     /// Table numbers being written, which obsolete-file deletion must keep.
     pub(crate) pending_outputs: HashSet<u64>,
+    /// Flushed memtables that held blob pointers, with the blob files those name. A cursor
+    /// made before the flush holds the memtable and the version from before it, which does
+    /// not list those files: they stay while the memtable lives (pruned by obsolete-file
+    /// deletion).
+    pub(crate) flushed_memtables: Vec<(Weak<MemTable>, Vec<u64>)>,
     /// True while a compaction merges tables (with the state mutex released).
     pub(crate) compacting: bool,
     pub(crate) stats: [LevelStats; NUM_LEVELS],

@@ -21,6 +21,12 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
     }
     let mut live: HashSet<u64> = state.pending_outputs.clone();
     state.versions.add_live_files(&mut live);
+    state
+        .flushed_memtables
+        .retain(|(memtable, _)| memtable.strong_count() > 0);
+    for (_, blob_files) in &state.flushed_memtables {
+        live.extend(blob_files);
+    }
     let manifest_number = state.versions.manifest_file_number;
     let Ok(names) = inner.env.children(&inner.dir) else {
         return;
@@ -34,7 +40,8 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
                 FileKind::Table | FileKind::Temp => live.contains(&n),
                 FileKind::Current | FileKind::Lock | FileKind::InfoLog => true,
                 // Blob files of unflushed memtables and of garbage collection outputs are
-                // pending outputs; the others are live while some live version lists them.
+                // pending outputs; the others are live while some live version lists them or
+                // a flushed memtable a cursor still holds names them.
                 FileKind::Blob => live.contains(&n),
             },
         };

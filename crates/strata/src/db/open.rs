@@ -135,6 +135,7 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
             writers: Default::default(),
             manual: None,
             pending_outputs: HashSet::new(),
+            flushed_memtables: Vec::new(),
             compacting: false,
             stats: [LevelStats::default(); crate::version::NUM_LEVELS],
             blob_gc: Default::default(),

@@ -591,7 +591,12 @@ fn file_offset_of_finds_each_byte_of_a_record_in_the_file() {
         assert_eq!(&record, expected);
         for n in (0..record.len()).step_by(97).chain([record.len() - 1]) {
             let at = r.file_offset_of(n as u64) as usize;
-            assert_eq!(bytes[at], record[n], "byte {n} of a {}-byte record", record.len());
+            assert_eq!(
+                bytes[at],
+                record[n],
+                "byte {n} of a {}-byte record",
+                record.len()
+            );
         }
         // A fragment's first byte, past a header in the middle of the record.
         if record.len() > BLOCK_SIZE {

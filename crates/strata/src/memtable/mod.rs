@@ -14,7 +14,9 @@ mod sync;
 pub(crate) use skiplist::loom_model;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use crate::blob::BlobPointer;
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
@@ -42,6 +44,9 @@ pub(crate) struct MemTable {
     /// Set once a batch holding a blob pointer was added. Read after the memtable became
     /// immutable (its writes happened before, through the state mutex), so `Relaxed` suffices.
     holds_blob_pointers: AtomicBool,
+    /// The blob files the pointers added name, each once. Only batches holding pointers (of
+    /// large values) take this lock, never a read.
+    blob_files: Mutex<Vec<u64>>,
 }
 
 impl MemTable {
@@ -50,6 +55,7 @@ impl MemTable {
             list: SkipList::new(comparator.clone()),
             comparator,
             holds_blob_pointers: AtomicBool::new(false),
+            blob_files: Mutex::new(Vec::new()),
         }
     }
 
@@ -58,6 +64,7 @@ impl MemTable {
     pub(crate) fn add(&self, seqno: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
         if kind == ValueKind::BlobPointer {
             self.holds_blob_pointers.store(true, Ordering::Relaxed);
+            self.note_blob_file(value);
         }
         self.list.insert(user_key, pack_tag(seqno, kind), value);
     }
@@ -66,6 +73,9 @@ impl MemTable {
     pub(crate) fn add_batch(&self, batch: &crate::batch::WriteBatch) {
         if batch.has_blob_pointers() {
             self.holds_blob_pointers.store(true, Ordering::Relaxed);
+            for op in batch.iter().filter(|op| op.kind == ValueKind::BlobPointer) {
+                self.note_blob_file(op.value);
+            }
         }
         let entries = (batch.seqno()..)
             .zip(batch.iter())
@@ -76,6 +86,25 @@ impl MemTable {
     /// True if some entry added is a blob pointer.
     pub(crate) fn holds_blob_pointers(&self) -> bool {
         self.holds_blob_pointers.load(Ordering::Relaxed)
+    }
+
+    /// Records the blob file the encoded pointer `value` names (batches are checked before
+    /// they reach a memtable, so it decodes).
+    fn note_blob_file(&self, value: &[u8]) {
+        if let Some(pointer) = BlobPointer::decode(value) {
+            let mut files = self.blob_files.lock().unwrap_or_else(|e| e.into_inner());
+            if !files.contains(&pointer.file) {
+                files.push(pointer.file);
+            }
+        }
+    }
+
+    /// The blob files the memtable's pointers name.
+    pub(crate) fn blob_files(&self) -> Vec<u64> {
+        self.blob_files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The newest entry for `user_key` with seqno `<= snapshot`, if the memtable has one.

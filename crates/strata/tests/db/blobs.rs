@@ -857,6 +857,49 @@ fn a_snapshot_and_a_cursor_keep_the_blob_files_they_can_read() {
     }
 }
 
+/// Regression: a cursor made while the values were in the memtable holds that memtable and the
+/// version from before the flush, which does not list the blob file the memtable's pointers
+/// name. Once the flush's version was replaced, nothing kept the file, and the collector's
+/// deletion left the cursor reading "No such file" (found by the stress test).
+#[test]
+fn a_cursor_made_before_a_flush_keeps_the_blob_files_its_memtable_points_into() {
+    let env = MemEnv::new();
+    let db = Db::open("/db", gc_options(&env)).unwrap();
+    let old = put_large(&db, 0, 20, false);
+    let mut cursor = db.iter(&ReadOptions::default()).unwrap();
+    cursor.seek_to_first();
+    db.compact_range(None, None).unwrap();
+    let first = blob_files(&db)[0].0;
+    for (k, _) in &old {
+        db.put(&WriteOptions::default(), k, b"small now").unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    eventually("the collector to rewrite the first blob file", || {
+        rewritten_blob_files(&env).contains(&first)
+    });
+    // Another version change after the rewrite, so that any deletion the rewrite allowed ran.
+    db.put(&WriteOptions::default(), &key(1000), b"x").unwrap();
+    db.compact_range(None, None).unwrap();
+    let first_path = Path::new("/db").join(format!("{first:06}.blob"));
+    assert!(
+        env.file_size(&first_path).is_ok(),
+        "the cursor can still read it"
+    );
+    for (k, v) in &old {
+        assert!(cursor.valid());
+        assert_eq!(cursor.key(), &k[..]);
+        assert!(
+            cursor.try_value().unwrap() == &v[..],
+            "{k:?} through the cursor"
+        );
+        cursor.next();
+    }
+    drop(cursor);
+    eventually("the first blob file to be deleted", || {
+        env.file_size(&first_path).is_err()
+    });
+}
+
 /// The blob files of the current version (not those pending a flush).
 fn listed_blob_files(db: &Db) -> Vec<u64> {
     blob_files(db)

@@ -411,7 +411,10 @@ fn a_malformed_batch_in_a_log_names_the_log_and_the_absolute_offset() {
     log.sync().unwrap();
     match Db::open(DIR, options(&env)) {
         Err(Error::Corruption { file, offset, .. }) => {
-            assert_eq!((file, offset), (path, second_record + crate::log::HEADER_SIZE as u64 + 12))
+            assert_eq!(
+                (file, offset),
+                (path, second_record + crate::log::HEADER_SIZE as u64 + 12)
+            )
         }
         other => panic!("expected corruption, got {:?}", other.map(|_| ())),
     }
