@@ -17,6 +17,7 @@
 //! *trailer*), so a reader can skip them. When exactly 7 bytes remain, the writer emits an empty
 //! fragment there.
 
+mod damage;
 mod reader;
 mod writer;
 

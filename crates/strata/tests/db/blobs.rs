@@ -835,20 +835,10 @@ fn a_snapshot_and_a_cursor_keep_the_blob_files_they_can_read() {
             "{k:?} at the snapshot"
         );
     }
-    for (k, v) in &b_old {
-        assert!(cursor.valid());
-        assert_eq!(cursor.key(), &k[..]);
-        assert!(
-            cursor.try_value().unwrap() == &v[..],
-            "{k:?} through the cursor"
-        );
-        cursor.next();
-    }
+    reads_on(&mut cursor, &b_old);
     drop(cursor);
     drop(snapshot);
-    eventually("the first blob file to be deleted", || {
-        env.file_size(&first_path).is_err()
-    });
+    eventually_deleted(&env, &first_path);
     for (k, _) in &b_old {
         assert_eq!(
             db.get(&ReadOptions::default(), k).unwrap().as_deref(),
@@ -885,7 +875,14 @@ fn a_cursor_made_before_a_flush_keeps_the_blob_files_its_memtable_points_into() 
         env.file_size(&first_path).is_ok(),
         "the cursor can still read it"
     );
-    for (k, v) in &old {
+    reads_on(&mut cursor, &old);
+    drop(cursor);
+    eventually_deleted(&env, &first_path);
+}
+
+/// Reads `entries` in order through `cursor`, from where it is.
+fn reads_on(cursor: &mut strata::DbIterator, entries: &[(Vec<u8>, Vec<u8>)]) {
+    for (k, v) in entries {
         assert!(cursor.valid());
         assert_eq!(cursor.key(), &k[..]);
         assert!(
@@ -894,9 +891,11 @@ fn a_cursor_made_before_a_flush_keeps_the_blob_files_its_memtable_points_into() 
         );
         cursor.next();
     }
-    drop(cursor);
-    eventually("the first blob file to be deleted", || {
-        env.file_size(&first_path).is_err()
+}
+
+fn eventually_deleted(env: &MemEnv, path: &Path) {
+    eventually(&format!("{} to be deleted", path.display()), || {
+        env.file_size(path).is_err()
     });
 }
 
