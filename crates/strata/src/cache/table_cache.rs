@@ -62,12 +62,12 @@ impl FileOpener for TableOpener {
 
     fn open(&self, file_number: u64, file_size: u64) -> Result<Table> {
         let ldb = crate::filename::table_file(&self.dir, file_number);
-        let (path, file) = match self.env.new_random_access_file(&ldb) {
+        let (path, file) = match self.env.new_mapped_file(&ldb) {
             Ok(file) => (ldb, file),
             Err(e) if e.is_not_found() => {
                 // LevelDB before 1.14 named tables `.sst`.
                 let sst = crate::filename::sst_table_file(&self.dir, file_number);
-                match self.env.new_random_access_file(&sst) {
+                match self.env.new_mapped_file(&sst) {
                     Ok(file) => (sst, file),
                     Err(_) => return Err(e),
                 }

@@ -55,6 +55,15 @@ pub trait RandomAccessFile: Send + Sync {
         self.read_exact_at(offset, &mut buf)?;
         Ok(buf)
     }
+
+    /// The `len` bytes at `offset` where they already are in memory (a file mapped by
+    /// [`Env::new_mapped_file`]), borrowed: no system call and no copy. `None` when the
+    /// file is not mapped or the mapping does not cover them; the caller then reads them with
+    /// [`read_exact_at`](Self::read_exact_at). The default is always `None`.
+    fn mapped(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        let _ = (offset, len);
+        None
+    }
 }
 
 /// A file written by appending, as logs and tables are.
@@ -95,8 +104,8 @@ pub trait Env: Send + Sync + fmt::Debug {
     /// Opens an existing file for positional reads.
     fn new_random_access_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
 
-    /// Opens an existing file for positional reads of large runs of bytes, for a file that is
-    /// only ever appended to and never changed in place (a blob file). An environment may map
+    /// Opens an existing file for positional reads, for a file that is only ever appended to
+    /// and never changed in place (a table, a blob file). An environment may map
     /// it into memory (as far as it extends when opened; reads past that go to the file).
     /// The default opens it as [`new_random_access_file`](Self::new_random_access_file) does.
     ///

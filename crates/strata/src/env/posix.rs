@@ -160,16 +160,14 @@ struct PosixRandomAccessFile {
     map: Option<memmap2::Mmap>,
 }
 
-impl PosixRandomAccessFile {
-    /// The mapped bytes at `offset..offset + len`, if the mapping covers them.
+impl RandomAccessFile for PosixRandomAccessFile {
+    #[inline]
     fn mapped(&self, offset: u64, len: usize) -> Option<&[u8]> {
         let map = self.map.as_ref()?;
         let start = usize::try_from(offset).ok()?;
         map.get(start..start.checked_add(len)?)
     }
-}
 
-impl RandomAccessFile for PosixRandomAccessFile {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         if let Some(bytes) = self.mapped(offset, buf.len()) {
             buf.copy_from_slice(bytes);
@@ -395,7 +393,8 @@ impl Env for PosixEnv {
     }
 
     // Mapping is the one `unsafe` call here: it saves a system call, the kernel's copy and a
-    // zeroed buffer per blob value read (docs/benchmarks.md, "Key-value separation").
+    // zeroed buffer per table block or blob value read (docs/benchmarks.md, "Key-value
+    // separation", "Mapped tables").
     #[allow(unsafe_code)]
     fn new_mapped_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let file = File::open(path).map_err(io_err(path, "open"))?;
@@ -405,12 +404,13 @@ impl Env for PosixEnv {
             None
         } else {
             // SAFETY: the mapping is read-only and private to this file handle. The bytes it
-            // covers are never written again: strata only appends to a blob file, never
-            // truncates it, and deletes it only when no reader holds it (the mapping keeps the
-            // inode). Another process changing the file would break that, as it would break
-            // any reader; the database's lock file keeps other strata processes out. Reads
-            // copy out of the mapping (`read_exact_at`, `read_to_vec`); no reference into it
-            // outlives the handle.
+            // covers are never written again: strata never changes a finished table, only
+            // appends to a blob file, never truncates either, and deletes a file only when no
+            // reader holds it (the mapping keeps the inode). Another process changing the file
+            // would break that, as it would break any reader; the database's lock file keeps
+            // other strata processes out (docs/unsafe.md says what a truncation by anyone else
+            // does). Borrowed bytes (`RandomAccessFile::mapped`) live no longer than `&self`,
+            // so none outlives the mapping.
             Some(unsafe { memmap2::MmapOptions::new().map(&file) }.map_err(io_err(path, "mmap"))?)
         };
         Ok(Arc::new(PosixRandomAccessFile {

@@ -186,20 +186,39 @@ pub fn read_block(
         _ => return Err(corrupt("block handle points past the end of the file")),
     }
     let size = usize::try_from(handle.size).map_err(|_| corrupt("block is too large"))?;
+    // A mapped table's block is checked and decompressed where it lies: one copy (or the
+    // decompression) and no system call. Otherwise it is read into a buffer first.
+    if let Some(stored) = file.mapped(handle.offset, size + BLOCK_TRAILER_SIZE) {
+        let expanded = check_and_expand(stored, verify_checksum).map_err(corrupt)?;
+        return Ok(expanded.unwrap_or_else(|| stored[..size].to_vec()));
+    }
     let mut buf = vec![0u8; size + BLOCK_TRAILER_SIZE];
     read_exact_at(file, path, handle.offset, &mut buf)?;
-    let kind = buf[size];
+    let expanded = check_and_expand(&buf, verify_checksum).map_err(corrupt)?;
+    Ok(expanded.unwrap_or_else(|| {
+        buf.truncate(size);
+        buf
+    }))
+}
+
+/// Checks a stored block (its contents, then the five-byte trailer) and decompresses it;
+/// `None` when it is stored uncompressed, so that the caller keeps the contents it has.
+fn check_and_expand(
+    stored: &[u8],
+    verify_checksum: bool,
+) -> std::result::Result<Option<Vec<u8>>, &'static str> {
+    let size = stored.len() - BLOCK_TRAILER_SIZE;
+    let kind = stored[size];
     if verify_checksum {
-        let stored_crc = u32::from_le_bytes(buf[size + 1..].try_into().expect("4 bytes"));
-        if unmask_crc(stored_crc) != block_crc(&buf[..size], kind) {
-            return Err(corrupt("block checksum mismatch"));
+        let stored_crc = u32::from_le_bytes(stored[size + 1..].try_into().expect("4 bytes"));
+        if unmask_crc(stored_crc) != block_crc(&stored[..size], kind) {
+            return Err("block checksum mismatch");
         }
     }
-    buf.truncate(size);
     match kind {
-        k if k == Compression::None as u8 => Ok(buf),
-        k if k == Compression::Snappy as u8 => decompress_snappy(&buf).map_err(corrupt),
-        _ => Err(corrupt("unknown block compression type")),
+        k if k == Compression::None as u8 => Ok(None),
+        k if k == Compression::Snappy as u8 => decompress_snappy(&stored[..size]).map(Some),
+        _ => Err("unknown block compression type"),
     }
 }
 

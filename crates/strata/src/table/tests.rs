@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::cache::BlockCache;
-use crate::env::{read_file_to_vec, write_file, Env, MemEnv};
+use crate::env::{read_file_to_vec, write_file, Env, MemEnv, RandomAccessFile};
 use crate::error::Result;
 use crate::filter::BloomFilterPolicy;
 use crate::iter::contract::{check_against_model, check_errors_surface};
@@ -374,4 +374,58 @@ fn file_too_short_for_a_footer_is_corruption() {
     write_file(&env, Path::new(PATH), b"short", false).unwrap();
     let err = open(&env, &TableOptions::default(), 5, None).unwrap_err();
     assert!(err.to_string().contains("too short"), "{err}");
+}
+
+/// A table opened mapped (as the table cache opens them on `PosixEnv`) reads its blocks out of
+/// the mapping: every option set meets the cursor contract there, and a damaged block is the
+/// same corruption, naming the file and the block's offset, mapped or read with `pread`.
+#[test]
+fn a_mapped_table_reads_and_refuses_what_a_read_one_does() {
+    use crate::env::PosixEnv;
+    let entries = model(600);
+    let probes: Vec<Vec<u8>> = (0..1201)
+        .step_by(11)
+        .map(|i| ikey(format!("key{i:08}").as_bytes(), 1_000_000))
+        .collect();
+    let icmp = InternalKeyComparator::new(crate::comparator::bytewise());
+    let dir = tempfile::tempdir().unwrap();
+    let env = PosixEnv::new();
+    for options in option_sets() {
+        let path = dir.path().join("000011.ldb");
+        let mut b = TableBuilder::new(options.clone(), env.new_writable_file(&path).unwrap());
+        for (k, v) in &entries {
+            b.add(k, v).unwrap();
+        }
+        let size = b.finish(true).unwrap();
+        let mapped = env.new_mapped_file(&path).unwrap();
+        assert!(
+            mapped.mapped(0, size as usize).is_some(),
+            "PosixEnv maps tables"
+        );
+        let table = Arc::new(Table::open(options.clone(), mapped, &path, size, None).unwrap());
+        check_against_model(
+            &mut table.iter(BlockReadOptions::default()),
+            &entries,
+            &icmp,
+            &probes,
+        );
+
+        drop(table);
+        // A byte of the first data block (which starts the file) flipped on disk.
+        let mut data = std::fs::read(&path).unwrap();
+        data[5] ^= 0x40;
+        std::fs::write(&path, &data).unwrap();
+        let first_entry = |file: Arc<dyn RandomAccessFile>| {
+            let table = Arc::new(Table::open(options.clone(), file, &path, size, None).unwrap());
+            let mut it = table.iter(BlockReadOptions::default());
+            it.seek_to_first();
+            assert!(!it.valid());
+            it.status().unwrap_err()
+        };
+        let from_mapping = first_entry(env.new_mapped_file(&path).unwrap());
+        let from_pread = first_entry(env.new_random_access_file(&path).unwrap());
+        assert!(from_mapping.is_corruption(), "{from_mapping}");
+        assert_eq!(from_mapping.to_string(), from_pread.to_string());
+        assert!(from_mapping.to_string().contains("000011.ldb at offset 0"));
+    }
 }
