@@ -36,6 +36,10 @@ pub type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 /// ```
 pub trait Comparator: Send + Sync {
     /// The name stored in the MANIFEST. Change it whenever the order changes.
+    ///
+    /// `"leveldb.BytewiseComparator"` means bytewise order, on disk as in LevelDB: strata
+    /// compares the keys of a database whose comparator has that name bytewise itself, without
+    /// calling [`compare`](Self::compare).
     fn name(&self) -> &str;
 
     /// Three-way comparison of `a` and `b`.
@@ -134,7 +138,7 @@ impl Comparator for BytewiseComparator {
 
     #[inline]
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
-        a.cmp(b)
+        compare_bytes(a, b)
     }
 
     fn find_shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]) {
@@ -164,6 +168,28 @@ impl Comparator for BytewiseComparator {
     }
 }
 
+/// Bytewise order (`a.cmp(b)`), eight bytes at a time as big-endian words: database keys are
+/// short, and a call to `memcmp` costs more than the comparison of a 16-byte key.
+#[inline]
+pub(crate) fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    let n = a.len().min(b.len());
+    let (mut x, mut y) = (&a[..n], &b[..n]);
+    while let (Some((wa, ra)), Some((wb, rb))) =
+        (x.split_first_chunk::<8>(), y.split_first_chunk::<8>())
+    {
+        if wa != wb {
+            return u64::from_be_bytes(*wa).cmp(&u64::from_be_bytes(*wb));
+        }
+        (x, y) = (ra, rb);
+    }
+    for (ca, cb) in x.iter().zip(y) {
+        if ca != cb {
+            return ca.cmp(cb);
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
 /// The default comparator, shared.
 pub fn bytewise() -> Arc<dyn Comparator> {
     Arc::new(BytewiseComparator)
@@ -172,6 +198,29 @@ pub fn bytewise() -> Arc<dyn Comparator> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `compare_bytes` is `a.cmp(b)`: over keys of every length up to 40 that share prefixes of
+    /// every length (so that the word loop, the byte tail and the length decide in turn).
+    #[test]
+    fn compare_bytes_is_slice_order() {
+        let mut keys: Vec<Vec<u8>> = vec![Vec::new()];
+        for len in 1..=40usize {
+            let base: Vec<u8> = (0..len).map(|i| (i * 37 % 251) as u8).collect();
+            for flip in [0, len / 2, len - 1] {
+                for delta in [1u8, 0x80, 0xff] {
+                    let mut k = base.clone();
+                    k[flip] = k[flip].wrapping_add(delta);
+                    keys.push(k);
+                }
+            }
+            keys.push(base);
+        }
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(compare_bytes(a, b), a.cmp(b), "{a:?} vs {b:?}");
+            }
+        }
+    }
 
     fn separator(a: &[u8], b: &[u8]) -> Vec<u8> {
         let mut s = a.to_vec();

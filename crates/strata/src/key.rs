@@ -16,7 +16,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::coding::{decode_fixed64, put_fixed64};
-use crate::comparator::Comparator;
+use crate::comparator::{compare_bytes, BytewiseComparator, Comparator};
 
 /// A sequence number: the position of a write in the database's history. 56 bits.
 pub type SeqNo = u64;
@@ -144,12 +144,16 @@ fn tag(internal_key: &[u8]) -> u64 {
 #[derive(Clone)]
 pub struct InternalKeyComparator {
     user: Arc<dyn Comparator>,
+    /// The user comparator is LevelDB's bytewise order (by its name, which on disk promises
+    /// that order): user keys are then compared inline, with no call through `user`.
+    bytewise: bool,
 }
 
 impl InternalKeyComparator {
     /// Wraps a user comparator.
     pub fn new(user: Arc<dyn Comparator>) -> Self {
-        InternalKeyComparator { user }
+        let bytewise = user.name() == BytewiseComparator::NAME;
+        InternalKeyComparator { user, bytewise }
     }
 
     /// The user comparator.
@@ -171,9 +175,12 @@ impl Comparator for InternalKeyComparator {
 
     #[inline]
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
-        self.user
-            .compare(user_key(a), user_key(b))
-            .then_with(|| tag(b).cmp(&tag(a)))
+        let users = if self.bytewise {
+            compare_bytes(user_key(a), user_key(b))
+        } else {
+            self.user.compare(user_key(a), user_key(b))
+        };
+        users.then_with(|| tag(b).cmp(&tag(a)))
     }
 
     fn find_shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]) {
