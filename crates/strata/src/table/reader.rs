@@ -73,7 +73,10 @@ pub struct Table {
     path: Arc<Path>,
     /// The offset of the footer: every block must end by here.
     data_end: u64,
-    icmp: Arc<dyn Comparator>,
+    /// The order of the table's keys: `icmp` for point lookups (called directly), and the
+    /// same as a trait object for cursors.
+    icmp: InternalKeyComparator,
+    icmp_dyn: Arc<dyn Comparator>,
     index: Arc<Block>,
     metaindex: BlockHandle,
     filter: Option<FilterBlockReader>,
@@ -127,7 +130,8 @@ impl Table {
             file,
             path,
             data_end,
-            icmp: Arc::new(InternalKeyComparator::new(options.comparator)),
+            icmp: InternalKeyComparator::new(options.comparator.clone()),
+            icmp_dyn: Arc::new(InternalKeyComparator::new(options.comparator)),
             index,
             metaindex: footer.metaindex,
             filter,
@@ -184,26 +188,20 @@ impl Table {
         internal_key: &[u8],
         found: impl FnOnce(&[u8], &[u8]) -> R,
     ) -> Result<Option<R>> {
-        let mut index = self.index.iter(self.icmp.clone());
-        index.seek(internal_key);
-        if !index.valid() {
-            index.status()?;
+        let Some(handle) = self.index.find(&self.icmp, internal_key, |_, value| {
+            self.decode_handle(value, self.metaindex.offset)
+        })?
+        else {
             return Ok(None);
-        }
-        let handle = self.decode_handle(index.value(), self.metaindex.offset)?;
+        };
+        let handle = handle?;
         if let Some(filter) = &self.filter {
             if !filter.key_may_match(handle.offset, user_key(internal_key)) {
                 return Ok(None);
             }
         }
         let block = self.data_block(handle, options)?;
-        let mut it = block.iter(self.icmp.clone());
-        it.seek(internal_key);
-        if it.valid() {
-            return Ok(Some(found(it.key(), it.value())));
-        }
-        it.status()?;
-        Ok(None)
+        block.find(&self.icmp, internal_key, found)
     }
 
     /// A cursor over the table's entries.
@@ -213,7 +211,7 @@ impl Table {
             options,
         };
         TableIter(TwoLevelIter::new(
-            self.index.iter(self.icmp.clone()),
+            self.index.iter(self.icmp_dyn.clone()),
             blocks,
         ))
     }
@@ -227,7 +225,7 @@ impl Table {
             verify_checksums: true,
             fill_cache: false,
         };
-        let mut index = self.index.iter(self.icmp.clone());
+        let mut index = self.index.iter(self.icmp_dyn.clone());
         let (mut skipped, mut first_error) = (0, None);
         index.seek_to_first();
         while index.valid() {
@@ -236,7 +234,7 @@ impl Table {
                 .and_then(|handle| self.data_block(handle, &read));
             match block {
                 Ok(block) => {
-                    let mut it = block.iter(self.icmp.clone());
+                    let mut it = block.iter(self.icmp_dyn.clone());
                     it.seek_to_first();
                     while it.valid() {
                         visit(it.key(), it.value());
@@ -296,7 +294,7 @@ impl Table {
     pub fn verify(&self) -> TableVerification {
         let mut v = TableVerification::default();
         self.verify_meta_blocks(&mut v);
-        let mut index = self.index.iter(self.icmp.clone());
+        let mut index = self.index.iter(self.icmp_dyn.clone());
         index.seek_to_first();
         let mut last_key: Option<Vec<u8>> = None;
         while index.valid() {
@@ -370,7 +368,7 @@ impl Table {
             Ok(block) => Arc::new(block),
             Err(e) => return v.damage.push(e),
         };
-        let mut it = block.iter(self.icmp.clone());
+        let mut it = block.iter(self.icmp_dyn.clone());
         it.seek_to_first();
         let mut block_has_entries = false;
         while it.valid() {
@@ -421,12 +419,12 @@ impl Table {
             fill_cache: false,
         };
         let mut out = Vec::new();
-        let mut index = self.index.iter(self.icmp.clone());
+        let mut index = self.index.iter(self.icmp_dyn.clone());
         index.seek_to_first();
         while index.valid() {
             let handle = self.decode_handle(index.value(), self.metaindex.offset)?;
             let block = self.data_block(handle, &read)?;
-            let mut it = block.iter(self.icmp.clone());
+            let mut it = block.iter(self.icmp_dyn.clone());
             it.seek_to_first();
             let mut keys = Vec::new();
             while it.valid() {
@@ -443,7 +441,7 @@ impl Table {
 
     /// The approximate file offset where the data for `internal_key` is, or would be.
     pub fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
-        let mut index = self.index.iter(self.icmp.clone());
+        let mut index = self.index.iter(self.icmp_dyn.clone());
         index.seek(internal_key);
         if index.valid() {
             if let Some(handle) = BlockHandle::decode(index.value()) {
@@ -530,7 +528,7 @@ impl SecondLevel for DataBlocks {
     #[inline]
     fn open(&self, handle: BlockHandle) -> Result<BlockIter> {
         let block = self.table.data_block(handle, &self.options)?;
-        Ok(block.iter(self.table.icmp.clone()))
+        Ok(block.iter(self.table.icmp_dyn.clone()))
     }
 }
 

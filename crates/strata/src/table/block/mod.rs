@@ -106,6 +106,120 @@ impl Block {
     }
 }
 
+impl Block {
+    /// A point lookup without a cursor: the first entry whose key is at or after `target`
+    /// under `comparator`, handed to `found` as its key and value. Nothing is allocated for
+    /// keys up to [`STACK_KEY_BYTES`], and the comparator is called directly (generic, so a
+    /// concrete one inlines).
+    ///
+    /// # Errors
+    /// Corruption naming the block's file and the entry's offset, as [`BlockIter::seek`] finds
+    /// it.
+    pub(crate) fn find<C, R>(
+        &self,
+        comparator: &C,
+        target: &[u8],
+        found: impl FnOnce(&[u8], &[u8]) -> R,
+    ) -> Result<Option<R>>
+    where
+        C: Comparator + ?Sized,
+    {
+        if self.num_restarts == 0 {
+            return Ok(None);
+        }
+        let limit = self.restarts_offset;
+        // The last restart point whose key is < target.
+        let (mut left, mut right) = (0, self.num_restarts - 1);
+        while left < right {
+            let mid = left + (right - left).div_ceil(2);
+            let offset = self.restart_point(mid);
+            let mid_key = decode_entry(&self.data, offset, limit)
+                .filter(|h| h.shared == 0)
+                .map(|h| &self.data[h.key_delta..h.value_start()])
+                .ok_or_else(|| self.corruption(offset, "bad restart entry in block"))?;
+            if comparator.compare(mid_key, target) == Ordering::Less {
+                left = mid;
+            } else {
+                right = mid - 1;
+            }
+        }
+        let mut key = ScratchKey::new();
+        let mut offset = self.restart_point(left);
+        while offset < limit {
+            let h = decode_entry(&self.data, offset, limit)
+                .ok_or_else(|| self.corruption(offset, "bad entry in block"))?;
+            if !key.rebuild(h.shared, &self.data[h.key_delta..h.value_start()]) {
+                return Err(
+                    self.corruption(offset, "block entry shares more than the previous key")
+                );
+            }
+            if comparator.compare(key.as_slice(), target) != Ordering::Less {
+                return Ok(Some(found(
+                    key.as_slice(),
+                    &self.data[h.value_start()..h.end()],
+                )));
+            }
+            offset = h.end();
+        }
+        Ok(None)
+    }
+}
+
+/// Keys up to this long are rebuilt on the stack by [`Block::find`].
+pub(crate) const STACK_KEY_BYTES: usize = 128;
+
+/// A key rebuilt from prefix-compressed entries: on the stack while it fits, then on the
+/// heap.
+struct ScratchKey {
+    stack: [u8; STACK_KEY_BYTES],
+    len: usize,
+    /// Holds the key once one did not fit on the stack (and from then on).
+    heap: Option<Vec<u8>>,
+}
+
+impl ScratchKey {
+    fn new() -> Self {
+        ScratchKey {
+            stack: [0; STACK_KEY_BYTES],
+            len: 0,
+            heap: None,
+        }
+    }
+
+    /// Keeps the first `shared` bytes and appends `delta`; false if fewer than `shared` bytes
+    /// are there.
+    #[inline]
+    fn rebuild(&mut self, shared: usize, delta: &[u8]) -> bool {
+        if shared > self.len {
+            return false;
+        }
+        let len = shared + delta.len();
+        match &mut self.heap {
+            None if len <= STACK_KEY_BYTES => self.stack[shared..len].copy_from_slice(delta),
+            None => {
+                let mut heap = Vec::with_capacity(len);
+                heap.extend_from_slice(&self.stack[..shared]);
+                heap.extend_from_slice(delta);
+                self.heap = Some(heap);
+            }
+            Some(heap) => {
+                heap.truncate(shared);
+                heap.extend_from_slice(delta);
+            }
+        }
+        self.len = len;
+        true
+    }
+
+    #[inline]
+    fn as_slice(&self) -> &[u8] {
+        match &self.heap {
+            None => &self.stack[..self.len],
+            Some(heap) => heap,
+        }
+    }
+}
+
 /// The decoded header of one entry.
 #[derive(Debug, Clone, Copy)]
 struct EntryHeader {

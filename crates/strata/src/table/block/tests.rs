@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::coding::put_fixed32;
-use crate::comparator::bytewise;
+use crate::comparator::{bytewise, BytewiseComparator};
 use crate::iter::contract::check_against_model;
 use crate::table::block_builder::BlockBuilder;
 
@@ -314,4 +314,83 @@ fn entries_cut_short_yield_the_whole_entries_before_the_cut() {
             "cut at {cut}: {status:?}"
         );
     }
+}
+
+/// What a cursor's seek gives: the entry at or after `target`, or its error.
+fn seek_with_cursor(block: &Arc<Block>, target: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    let mut it = block.iter(bytewise());
+    it.seek(target);
+    if it.valid() {
+        return Ok(Some((it.key().to_vec(), it.value().to_vec())));
+    }
+    it.status().map(|()| None)
+}
+
+fn find(block: &Block, target: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    block.find(&BytewiseComparator, target, |k, v| (k.to_vec(), v.to_vec()))
+}
+
+/// `Block::find` (point lookups) answers exactly as a cursor's seek: every probe, under every
+/// restart interval, with keys that fit the stack and keys that do not.
+#[test]
+fn find_answers_as_a_cursor_seek_does() {
+    let long_prefix = "p".repeat(STACK_KEY_BYTES - 4);
+    for long in [false, true] {
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = entries(100)
+            .into_iter()
+            .map(|(k, v)| {
+                let k = if long {
+                    [long_prefix.as_bytes(), &k].concat()
+                } else {
+                    k
+                };
+                (k, v)
+            })
+            .collect();
+        for restart_interval in [1, 2, 16, 1000] {
+            let block = parse(build(&entries, restart_interval)).unwrap();
+            let prefix = if long { long_prefix.as_str() } else { "" };
+            let probes = (0..310)
+                .map(|i| format!("{prefix}key{i:06}").into_bytes())
+                .chain([Vec::new(), b"zzz".to_vec(), prefix.as_bytes().to_vec()]);
+            for probe in probes {
+                assert_eq!(
+                    find(&block, &probe).unwrap(),
+                    seek_with_cursor(&block, &probe).unwrap(),
+                    "{:?} (restart interval {restart_interval})",
+                    String::from_utf8_lossy(&probe)
+                );
+            }
+        }
+    }
+    let empty = parse(build(&[], 16)).unwrap();
+    assert_eq!(find(&empty, b"k").unwrap(), None);
+}
+
+/// On a damaged block `find` fails where a cursor's seek fails, with the same error.
+#[test]
+fn find_refuses_damage_as_a_cursor_seek_does() {
+    let original = build(&entries(40), 4);
+    let probes: Vec<Vec<u8>> = (0..130)
+        .step_by(7)
+        .map(|i| format!("key{i:06}").into_bytes())
+        .collect();
+    let mut errors = 0;
+    for i in 0..original.len() {
+        let mut data = original.clone();
+        data[i] ^= 0x80;
+        let Ok(block) = parse(data) else { continue };
+        for probe in &probes {
+            let (by_find, by_seek) = (find(&block, probe), seek_with_cursor(&block, probe));
+            match (&by_find, &by_seek) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b),
+                (Err(a), Err(b)) => {
+                    assert_eq!(a.to_string(), b.to_string());
+                    errors += 1;
+                }
+                _ => panic!("flip at {i}, probe {probe:?}: {by_find:?} vs {by_seek:?}"),
+            }
+        }
+    }
+    assert!(errors > 0, "some flips must be refused");
 }
