@@ -71,7 +71,7 @@ fn input_iterator(files: &JobFiles<'_>, c: &Compaction) -> Result<MergingIter> {
         } else if !c.inputs[which].is_empty() {
             children.push(Box::new(level_iter(
                 files.icmp.clone(),
-                c.inputs[which].clone(),
+                c.inputs[which].as_slice().into(),
                 files.table_cache.clone(),
                 options,
             )));

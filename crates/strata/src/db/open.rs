@@ -98,7 +98,7 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
     if options.paranoid_checks {
         // Every table's footer, index and filter, checksums verified, before anything is written.
         for level in &versions.current().files {
-            for file in level {
+            for file in level.iter() {
                 table_cache.get(file.meta.number, file.meta.file_size)?;
             }
         }

@@ -113,7 +113,7 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
             let mut out = String::new();
             for (level, files) in version.files.iter().enumerate() {
                 let _ = writeln!(out, "--- level {level} ---");
-                for f in files {
+                for f in files.iter() {
                     let _ = writeln!(
                         out,
                         " {}:{}[{} .. {}]",

@@ -22,7 +22,7 @@ pub(crate) type LevelIter = TwoLevelIter<LevelTables>;
 /// A [`LevelIter`] over `files`. Requires: `files` sorted and non-overlapping (invariant 2).
 pub(crate) fn level_iter(
     icmp: InternalKeyComparator,
-    files: Vec<Arc<LiveFile>>,
+    files: Arc<[Arc<LiveFile>]>,
     table_cache: Arc<TableCache>,
     options: BlockReadOptions,
 ) -> LevelIter {
@@ -63,7 +63,7 @@ impl SecondLevel for LevelTables {
 /// value is the file's number and size, fixed-width little-endian.
 pub(crate) struct LevelFileIter {
     icmp: InternalKeyComparator,
-    files: Vec<Arc<LiveFile>>,
+    files: Arc<[Arc<LiveFile>]>,
     /// The file the cursor is on; `files.len()` when none.
     index: usize,
     /// The value of the file at `index`, when there is one.
@@ -71,7 +71,7 @@ pub(crate) struct LevelFileIter {
 }
 
 impl LevelFileIter {
-    fn new(icmp: InternalKeyComparator, files: Vec<Arc<LiveFile>>) -> Self {
+    fn new(icmp: InternalKeyComparator, files: Arc<[Arc<LiveFile>]>) -> Self {
         let index = files.len();
         LevelFileIter {
             icmp,
@@ -188,7 +188,7 @@ mod tests {
         let cache = TableCache::new(env, Path::new("/db"), options(), None, 100);
         super::level_iter(
             InternalKeyComparator::new(bytewise()),
-            files.to_vec(),
+            files.into(),
             Arc::new(cache),
             BlockReadOptions::default(),
         )

@@ -278,7 +278,7 @@ impl<'a> Builder<'a> {
     fn new(icmp: &'a InternalKeyComparator, base: &Version) -> Self {
         let mut levels: [BTreeMap<u64, Arc<LiveFile>>; NUM_LEVELS] = Default::default();
         for (level, files) in base.files.iter().enumerate() {
-            for f in files {
+            for f in files.iter() {
                 levels[level].insert(f.number, f.clone());
             }
         }
@@ -466,7 +466,7 @@ impl VersionSet {
             }
         }
         for (level, files) in self.current.files.iter().enumerate() {
-            for f in files {
+            for f in files.iter() {
                 edit.new_files.push((level, f.meta.clone()));
             }
         }

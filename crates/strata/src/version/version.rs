@@ -83,7 +83,8 @@ fn to_charge(charge: Option<(&Arc<LiveFile>, usize)>) -> Option<SeekCharge> {
 /// An immutable set of live tables per level.
 #[derive(Debug)]
 pub(crate) struct Version {
-    pub(crate) files: [Vec<Arc<LiveFile>>; NUM_LEVELS],
+    /// Each level's files, shared: a cursor over a level holds them with one `Arc` clone.
+    pub(crate) files: [Arc<[Arc<LiveFile>]>; NUM_LEVELS],
     /// The blob files entries of this version may point into, by number. A blob file is
     /// deleted only once no live version lists it.
     pub(crate) blob_files: Arc<BTreeMap<u64, BlobFileState>>,
@@ -127,7 +128,7 @@ impl Version {
         files: [Vec<Arc<LiveFile>>; NUM_LEVELS],
     ) -> Self {
         let mut v = Version {
-            files,
+            files: files.map(Arc::from),
             blob_files: Arc::default(),
             blob_tombstones: BTreeMap::new(),
             icmp,
@@ -404,7 +405,7 @@ impl Version {
         table_cache: &Arc<TableCache>,
         out: &mut Vec<BoxedIter>,
     ) -> Result<()> {
-        for f in &self.files[0] {
+        for f in self.files[0].iter() {
             let table = table_cache.get(f.number, f.file_size)?;
             out.push(Box::new(table.iter(options)));
         }
@@ -412,7 +413,7 @@ impl Version {
             if !self.files[level].is_empty() {
                 out.push(Box::new(level_iter(
                     self.icmp.clone(),
-                    self.files[level].clone(),
+                    Arc::clone(&self.files[level]),
                     table_cache.clone(),
                     options,
                 )));
@@ -430,7 +431,7 @@ impl Version {
     ) -> u64 {
         let mut result = 0;
         for (level, files) in self.files.iter().enumerate() {
-            for f in files {
+            for f in files.iter() {
                 if self.icmp.compare(&f.largest, internal_key) != CmpOrdering::Greater {
                     result += f.file_size;
                 } else if self.icmp.compare(&f.smallest, internal_key) == CmpOrdering::Greater {
