@@ -55,7 +55,10 @@ struct Output {
 }
 
 /// A cursor over every input of a compaction, merged.
-fn input_iterator(files: &JobFiles<'_>, c: &Compaction) -> Result<MergingIter> {
+fn input_iterator(
+    files: &JobFiles<'_>,
+    c: &Compaction,
+) -> Result<MergingIter<InternalKeyComparator>> {
     let options = BlockReadOptions {
         verify_checksums: true,
         fill_cache: false,
@@ -77,8 +80,7 @@ fn input_iterator(files: &JobFiles<'_>, c: &Compaction) -> Result<MergingIter> {
             )));
         }
     }
-    let icmp: Arc<dyn crate::comparator::Comparator> = Arc::new(files.icmp.clone());
-    Ok(MergingIter::new(icmp, children))
+    Ok(MergingIter::new(files.icmp.clone(), children))
 }
 
 /// Merges the inputs of `c` into output tables (appended to `outputs`), dropping what no

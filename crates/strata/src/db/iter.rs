@@ -129,7 +129,7 @@ enum Direction {
 /// # Ok::<(), strata::Error>(())
 /// ```
 pub struct DbIterator {
-    merged: MergingIter,
+    merged: MergingIter<crate::key::InternalKeyComparator>,
     ucmp: Arc<dyn Comparator>,
     seqno: SeqNo,
     direction: Direction,
@@ -202,9 +202,8 @@ impl CursorSource {
         }
         view.version
             .add_iterators(self.read, &self.table_cache, &mut children)?;
-        let icmp: Arc<dyn Comparator> = Arc::new(self.icmp.clone());
         Ok(DbIterator {
-            merged: MergingIter::new(icmp, children),
+            merged: MergingIter::new(self.icmp.clone(), children),
             ucmp: self.icmp.user_comparator().clone(),
             seqno: self.seqno,
             direction: Direction::Forward,

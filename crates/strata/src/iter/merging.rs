@@ -12,7 +12,6 @@
 //! view that silently skipped a damaged source would return wrong answers.
 
 use std::cmp::Ordering;
-use std::sync::Arc;
 
 use super::{BoxedIter, InternalIterator};
 use crate::comparator::Comparator;
@@ -24,23 +23,24 @@ enum Direction {
     Reverse,
 }
 
-/// A merge of sorted cursors ordered by one comparator.
-pub(crate) struct MergingIter {
-    comparator: Arc<dyn Comparator>,
+/// A merge of sorted cursors ordered by one comparator (generic, so that a concrete one is
+/// called directly: the merge compares keys at every step).
+pub(crate) struct MergingIter<C: Comparator> {
+    comparator: C,
     children: Vec<BoxedIter>,
     /// The child holding the current entry. Invariant: when `Some(i)`, `children[i]` is valid.
     current: Option<usize>,
     direction: Direction,
 }
 
-impl MergingIter {
+impl<C: Comparator> MergingIter<C> {
     /// Drops every child (and the files they read); the iterator is then empty.
     pub(crate) fn clear(&mut self) {
         self.children.clear();
         self.current = None;
     }
 
-    pub(crate) fn new(comparator: Arc<dyn Comparator>, children: Vec<BoxedIter>) -> Self {
+    pub(crate) fn new(comparator: C, children: Vec<BoxedIter>) -> Self {
         MergingIter {
             comparator,
             children,
@@ -50,25 +50,22 @@ impl MergingIter {
     }
 
     fn pick(&mut self, wanted: Ordering) {
-        let mut best: Option<usize> = None;
+        let mut best: Option<(usize, &[u8])> = None;
+        let mut damaged = false;
         for (i, child) in self.children.iter().enumerate() {
             if !child.valid() {
+                // Only an invalid cursor can hold an error (the cursor contract, rule 5).
+                damaged |= child.status().is_err();
                 continue;
             }
-            best = match best {
-                Some(b)
-                    if self.comparator.compare(child.key(), self.children[b].key()) != wanted =>
-                {
-                    Some(b)
-                }
-                _ => Some(i),
-            };
+            let key = child.key();
+            match best {
+                Some((_, best_key)) if self.comparator.compare(key, best_key) != wanted => {}
+                _ => best = Some((i, key)),
+            }
         }
-        self.current = best;
         // A damaged child stops the merge.
-        if self.children.iter().any(|c| c.status().is_err()) {
-            self.current = None;
-        }
+        self.current = if damaged { None } else { best.map(|(i, _)| i) };
     }
 
     fn find_smallest(&mut self) {
@@ -80,7 +77,7 @@ impl MergingIter {
     }
 }
 
-impl InternalIterator for MergingIter {
+impl<C: Comparator> InternalIterator for MergingIter<C> {
     fn valid(&self) -> bool {
         self.current.is_some()
     }
@@ -172,7 +169,7 @@ impl InternalIterator for MergingIter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comparator::bytewise;
+    use crate::comparator::BytewiseComparator;
     use crate::iter::contract::check_against_model;
     use crate::iter::VecIter;
 
@@ -191,12 +188,12 @@ mod tests {
             .into_iter()
             .map(|s| Box::new(VecIter::new(s)) as BoxedIter)
             .collect();
-        let mut it = MergingIter::new(bytewise(), children);
+        let mut it = MergingIter::new(BytewiseComparator, children);
         let probes: Vec<Vec<u8>> = (0..810)
             .step_by(3)
             .map(|i| format!("k{i:05}").into_bytes())
             .collect();
-        check_against_model(&mut it, &model, &*bytewise(), &probes);
+        check_against_model(&mut it, &model, &BytewiseComparator, &probes);
     }
 
     #[test]
@@ -207,7 +204,7 @@ mod tests {
         ]);
         let mut bad = VecIter::new(vec![(b"b".to_vec(), b"2".to_vec())]);
         bad.fail_after(1, crate::error::Error::corruption("/x", 7, "test damage"));
-        let mut it = MergingIter::new(bytewise(), vec![Box::new(good), Box::new(bad)]);
+        let mut it = MergingIter::new(BytewiseComparator, vec![Box::new(good), Box::new(bad)]);
         it.seek_to_first();
         assert!(it.valid());
         it.next(); // "b"
