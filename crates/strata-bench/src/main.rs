@@ -174,6 +174,7 @@ fn main() {
     if !flags.json {
         report::print_header(&flags, &flags.engine);
     }
+    let anon = suite::AnonPeak::start();
     let mut runner = suite::Runner::new(&flags, &flags.engine, &dir);
     let result = runner.run_all(|o| {
         if !flags.json {
@@ -189,6 +190,8 @@ fn main() {
         }
     };
     let peak = suite::peak_rss_kib();
+    let peak_anon = anon.peak_kib();
+    drop(anon);
     if flags.json {
         let run = report::JsonRun {
             engine: flags.engine.clone(),
@@ -202,6 +205,7 @@ fn main() {
             compression: !flags.no_compression,
             results: outcomes.iter().map(report::JsonOutcome::from).collect(),
             peak_memory_bytes: peak.map(|kib| kib * 1024),
+            peak_anon_memory_bytes: peak_anon.map(|kib| kib * 1024),
             disk_bytes_after_close: None,
         };
         match serde_json::to_string_pretty(&run) {
@@ -212,6 +216,10 @@ fn main() {
             }
         }
     } else if let Some(kib) = peak {
-        println!("peak memory: {:.1} MB", kib as f64 / 1024.0);
+        print!("peak memory: {:.1} MB", kib as f64 / 1024.0);
+        if let Some(anon) = peak_anon {
+            print!(" (anonymous: {:.1} MB)", anon as f64 / 1024.0);
+        }
+        println!();
     }
 }
