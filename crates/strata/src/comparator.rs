@@ -36,11 +36,20 @@ pub type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 /// ```
 pub trait Comparator: Send + Sync {
     /// The name stored in the MANIFEST. Change it whenever the order changes.
-    ///
-    /// `"leveldb.BytewiseComparator"` means bytewise order, on disk as in LevelDB: strata
-    /// compares the keys of a database whose comparator has that name bytewise itself, without
-    /// calling [`compare`](Self::compare).
     fn name(&self) -> &str;
+
+    /// True if this order is exactly bytewise (`a.cmp(b)` on the bytes). strata then compares
+    /// keys itself, inline, without calling [`compare`](Self::compare) (the hot path of every
+    /// lookup). The default is `false`, so a comparator is always called unless it says this;
+    /// [`BytewiseComparator`] does.
+    ///
+    /// ```
+    /// use strata::{BytewiseComparator, Comparator};
+    /// assert!(BytewiseComparator.is_bytewise());
+    /// ```
+    fn is_bytewise(&self) -> bool {
+        false
+    }
 
     /// Three-way comparison of `a` and `b`.
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering;
@@ -139,6 +148,10 @@ impl Comparator for BytewiseComparator {
     #[inline]
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
         compare_bytes(a, b)
+    }
+
+    fn is_bytewise(&self) -> bool {
+        true
     }
 
     fn find_shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]) {

@@ -16,7 +16,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::coding::{decode_fixed64, put_fixed64};
-use crate::comparator::{compare_bytes, BytewiseComparator, Comparator};
+use crate::comparator::{compare_bytes, Comparator};
 
 /// A sequence number: the position of a write in the database's history. 56 bits.
 pub type SeqNo = u64;
@@ -144,15 +144,15 @@ fn tag(internal_key: &[u8]) -> u64 {
 #[derive(Clone)]
 pub struct InternalKeyComparator {
     user: Arc<dyn Comparator>,
-    /// The user comparator is LevelDB's bytewise order (by its name, which on disk promises
-    /// that order): user keys are then compared inline, with no call through `user`.
+    /// The user comparator says it is bytewise order (`Comparator::is_bytewise`): user keys are
+    /// then compared inline, with no call through `user`.
     bytewise: bool,
 }
 
 impl InternalKeyComparator {
     /// Wraps a user comparator.
     pub fn new(user: Arc<dyn Comparator>) -> Self {
-        let bytewise = user.name() == BytewiseComparator::NAME;
+        let bytewise = user.is_bytewise();
         InternalKeyComparator { user, bytewise }
     }
 
