@@ -11,6 +11,7 @@ mod compare;
 mod engine;
 mod generator;
 mod histogram;
+mod measure;
 mod report;
 mod suite;
 
@@ -174,7 +175,7 @@ fn main() {
     if !flags.json {
         report::print_header(&flags, &flags.engine);
     }
-    let anon = suite::AnonPeak::start();
+    let anon = measure::AnonPeak::start();
     let mut runner = suite::Runner::new(&flags, &flags.engine, &dir);
     let result = runner.run_all(|o| {
         if !flags.json {
@@ -189,7 +190,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let peak = suite::peak_rss_kib();
+    let peak = measure::peak_rss_kib();
     let peak_anon = anon.peak_kib();
     drop(anon);
     if flags.json {

@@ -170,7 +170,7 @@ pub struct JsonRun {
     pub compression: bool,
     pub results: Vec<JsonOutcome>,
     pub peak_memory_bytes: Option<u64>,
-    /// The peak of anonymous resident memory (see `suite::AnonPeak`).
+    /// The peak of anonymous resident memory (see `measure::AnonPeak`).
     #[serde(default)]
     pub peak_anon_memory_bytes: Option<u64>,
     /// Set by `--compare`: the database's disk usage after the process exited.

@@ -232,7 +232,7 @@ pub fn run(flags: &Flags) -> Result<(), String> {
                 let mut outcome = run_one(&exe, flags, config, engine, &dir)?;
                 if DISK.contains(&config.id) {
                     outcome.disk_bytes_after_close =
-                        Some(crate::suite::disk_usage(&dir.join(engine)));
+                        Some(crate::measure::disk_usage(&dir.join(engine)));
                 }
                 let _ = std::fs::remove_dir_all(&dir);
                 results
