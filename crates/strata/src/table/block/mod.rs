@@ -128,23 +128,11 @@ impl Block {
             return Ok(None);
         }
         let limit = self.restarts_offset;
-        // The last restart point whose key is < target.
-        let (mut left, mut right) = (0, self.num_restarts - 1);
-        while left < right {
-            let mid = left + (right - left).div_ceil(2);
-            let offset = self.restart_point(mid);
-            let mid_key = decode_entry(&self.data, offset, limit)
-                .filter(|h| h.shared == 0)
-                .map(|h| &self.data[h.key_delta..h.value_start()])
-                .ok_or_else(|| self.corruption(offset, "bad restart entry in block"))?;
-            if comparator.compare(mid_key, target) == Ordering::Less {
-                left = mid;
-            } else {
-                right = mid - 1;
-            }
-        }
+        let restart = self
+            .last_restart_before(comparator, target)
+            .map_err(|offset| self.corruption(offset, "bad restart entry in block"))?;
         let mut key = ScratchKey::new();
-        let mut offset = self.restart_point(left);
+        let mut offset = self.restart_point(restart);
         while offset < limit {
             let h = decode_entry(&self.data, offset, limit)
                 .ok_or_else(|| self.corruption(offset, "bad entry in block"))?;
@@ -162,6 +150,36 @@ impl Block {
             offset = h.end();
         }
         Ok(None)
+    }
+}
+
+impl Block {
+    /// The index of the last restart point whose key is before `target` (0 if none is), by
+    /// binary search over the keys stored whole at restart points; a cursor's seek and
+    /// [`find`](Self::find) both start their scan there. Requires: the block has a restart.
+    ///
+    /// # Errors
+    /// The offset of a restart entry that does not decode or shares a prefix.
+    #[inline(always)]
+    fn last_restart_before<C>(&self, comparator: &C, target: &[u8]) -> Result<usize, usize>
+    where
+        C: Comparator + ?Sized,
+    {
+        let (mut left, mut right) = (0, self.num_restarts - 1);
+        while left < right {
+            let mid = left + (right - left).div_ceil(2);
+            let offset = self.restart_point(mid);
+            let mid_key = decode_entry(&self.data, offset, self.restarts_offset)
+                .filter(|h| h.shared == 0)
+                .map(|h| &self.data[h.key_delta..h.value_start()])
+                .ok_or(offset)?;
+            if comparator.compare(mid_key, target) == Ordering::Less {
+                left = mid;
+            } else {
+                right = mid - 1;
+            }
+        }
+        Ok(left)
     }
 }
 
@@ -378,16 +396,6 @@ impl BlockIter {
         self.run_pos = None;
     }
 
-    /// The key stored whole at restart point `index`, without copying.
-    fn restart_key(&self, index: usize) -> Option<&[u8]> {
-        let offset = self.block.restart_point(index);
-        let h = decode_entry(&self.block.data, offset, self.block.restarts_offset)?;
-        if h.shared != 0 {
-            return None;
-        }
-        Some(&self.block.data[h.key_delta..h.value_start()])
-    }
-
     /// Decodes every entry of the restart run that holds the entry just before `before`, up to
     /// `before`, into the run cache, and moves to the last of them.
     fn load_run_before(&mut self, before: usize) {
@@ -489,22 +497,10 @@ impl InternalIterator for BlockIter {
             self.invalidate();
             return;
         }
-        // Find the last restart point whose key is < target.
-        let (mut left, mut right) = (0, self.block.num_restarts - 1);
-        while left < right {
-            let mid = left + (right - left).div_ceil(2);
-            let Some(mid_key) = self.restart_key(mid) else {
-                let offset = self.block.restart_point(mid);
-                self.fail(offset, "bad restart entry in block");
-                return;
-            };
-            if self.comparator.compare(mid_key, target) == Ordering::Less {
-                left = mid;
-            } else {
-                right = mid - 1;
-            }
+        match self.block.last_restart_before(&*self.comparator, target) {
+            Ok(restart) => self.seek_to_restart(restart),
+            Err(offset) => return self.fail(offset, "bad restart entry in block"),
         }
-        self.seek_to_restart(left);
         while self.parse_next() {
             if self.comparator.compare(&self.key, target) != Ordering::Less {
                 return;
