@@ -246,12 +246,13 @@ impl LogReader {
     }
 
     /// The file offset of byte `n` of the last record returned (the last record's offset
-    /// before the first record).
+    /// before the first record). A byte past the record's end is counted on from its last
+    /// fragment, saturating: any `n` gives an answer, never a panic.
     pub fn file_offset_of(&self, n: u64) -> u64 {
         let n = usize::try_from(n).unwrap_or(usize::MAX);
         let fragment = self.fragments.partition_point(|&(start, _)| start <= n);
         match fragment.checked_sub(1).map(|i| self.fragments[i]) {
-            Some((start, file_offset)) => file_offset + (n - start) as u64,
+            Some((start, file_offset)) => file_offset.saturating_add((n - start) as u64),
             None => self.last_record_offset,
         }
     }

@@ -614,3 +614,22 @@ fn file_offset_of_finds_each_byte_of_a_record_in_the_file() {
         }
     }
 }
+
+/// Any byte index gives an offset, never an overflow: a decoder's offset past the record (or
+/// a caller's) is counted on from the last fragment and saturates.
+#[test]
+fn file_offset_of_any_index_saturates_instead_of_overflowing() {
+    let bytes = write_log(&[big(100, 1)]);
+    let env = MemEnv::new();
+    write_file(&env, Path::new(PATH), &bytes, false).unwrap();
+    let file = env.new_sequential_file(Path::new(PATH)).unwrap();
+    let mut r = LogReader::new(file, Path::new(PATH), ReadMode::Strict);
+    assert_eq!(
+        r.file_offset_of(5),
+        0,
+        "before any record: the last record's offset"
+    );
+    r.next_record().unwrap().unwrap();
+    assert_eq!(r.file_offset_of(100), (HEADER_SIZE + 100) as u64);
+    assert_eq!(r.file_offset_of(u64::MAX), u64::MAX);
+}
