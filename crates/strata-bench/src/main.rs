@@ -133,6 +133,7 @@ impl Flags {
             bloom_bits: usize::try_from(self.bloom_bits).ok(),
             compression: !self.no_compression,
             verify_checksums: !self.no_verify_checksums,
+            value_size: self.value_size,
         }
     }
 }

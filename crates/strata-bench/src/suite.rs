@@ -236,6 +236,7 @@ impl<'a> Runner<'a> {
             return Ok(Outcome::skipped(name, "(skipped: --use_existing_db)"));
         }
         if plan.fresh {
+            self.config.value_size = plan.value_size;
             self.fresh()?;
         } else {
             self.ensure_open()?;
