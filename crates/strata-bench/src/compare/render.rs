@@ -11,7 +11,7 @@ use crate::report::{JsonOutcome, JsonRun};
 use crate::Flags;
 
 use super::footprint::footprints;
-use super::{unit, Config, Results, CONFIGS};
+use super::{scale, unit, Config, Results, CONFIGS};
 
 pub(super) fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
@@ -403,6 +403,10 @@ pub(super) fn write_report(
             html.push_str("</table>\n");
         }
     }
+
+    let (scale_md, scale_html) = scale::section(&dir, engines, results)?;
+    md.push_str(&scale_md);
+    html.push_str(&scale_html);
 
     // Disk usage, peak memory and footprint.
     let baseline = results.get("baseline");
