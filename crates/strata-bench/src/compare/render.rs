@@ -483,3 +483,58 @@ pub(super) fn write_report(
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::super::scale::tests::{outcome, run, synthetic};
+    use super::*;
+
+    #[test]
+    fn the_report_shows_write_amplification_beside_the_rates() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut results = synthetic();
+        let baseline = results.get_mut("baseline").unwrap();
+        baseline.insert(
+            "leveldb".into(),
+            vec![run(
+                "leveldb",
+                1000,
+                vec![
+                    outcome("fillseq", 2.0, Some(3.5)),
+                    outcome("readrandom", 4.0, None),
+                ],
+            )],
+        );
+        baseline.get_mut("strata").unwrap()[0]
+            .results
+            .push(outcome("fillseq", 1.0, Some(1.25)));
+        let report_dir = format!("--report_dir={}", dir.path().display());
+        let flags = Flags::parse_from(["db_bench", "--compare", report_dir.as_str()]);
+        let engines = vec!["strata".to_owned(), "leveldb".to_owned()];
+        let exe = std::env::current_exe().unwrap();
+        write_report(&flags, &engines, &results, &exe).unwrap();
+        let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+        let html = std::fs::read_to_string(dir.path().join("index.html")).unwrap();
+
+        // Only the write benchmarks with figures get a column: fillrandom has none for strata
+        // in the baseline, and none at all for LevelDB.
+        let table =
+            "Write amplification (bytes written to storage ÷ bytes of keys and values):\n\n\
+                     | engine | fillseq |\n|---|---|\n| strata | 1.25 |\n| leveldb | 3.50 |\n";
+        assert!(md.contains(table), "{md}");
+        assert!(md.contains("from /proc/self/io's write_bytes"), "{md}");
+        assert!(!md.contains("from wchar"), "{md}");
+        assert!(
+            html.contains("<th>write-amp</th></tr>\n<tr><td>strata</td><td>1,000,000</td><td>2.00</td><td>—</td><td>1.25</td></tr>"),
+            "{html}"
+        );
+        // The scale section follows the configurations.
+        assert!(
+            md.contains("### Cost against the number of entries"),
+            "{md}"
+        );
+        assert!(dir.path().join("scale-fillrandom.svg").exists());
+    }
+}

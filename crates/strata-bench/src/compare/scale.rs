@@ -31,6 +31,9 @@ fn sizes(results: &Results) -> Vec<(u64, &str)> {
 /// One engine's medians of a figure, one per size (`None` where it has none).
 struct Series {
     engine: String,
+    /// The engine's place in the report's list, which picks its colour: the same in every
+    /// chart, whichever engines lack a benchmark.
+    place: usize,
     points: Vec<Option<f64>>,
 }
 
@@ -44,13 +47,15 @@ fn series(
 ) -> Vec<Series> {
     engines
         .iter()
-        .filter_map(|e| {
+        .enumerate()
+        .filter_map(|(place, e)| {
             let points: Vec<Option<f64>> = sizes
                 .iter()
                 .map(|(_, key)| median_of(results.get(*key)?.get(e)?, benchmark, figure))
                 .collect();
             points.iter().any(Option::is_some).then(|| Series {
                 engine: e.clone(),
+                place,
                 points,
             })
         })
@@ -148,7 +153,7 @@ pub(super) fn section(
 
 /// The colour of an engine's line: the bar charts' blue for strata and green for LevelDB;
 /// the others take distinct colours by their place in the list.
-fn colour(engine: &str, index: usize) -> RGBColor {
+fn colour(engine: &str, place: usize) -> RGBColor {
     const OTHERS: [RGBColor; 8] = [
         RGBColor(0xff, 0x7f, 0x0e),
         RGBColor(0xd6, 0x27, 0x28),
@@ -162,7 +167,7 @@ fn colour(engine: &str, index: usize) -> RGBColor {
     match engine {
         "strata" => RGBColor(0x1f, 0x77, 0xb4),
         "leveldb" => RGBColor(0x2c, 0xa0, 0x2c),
-        _ => OTHERS[index % OTHERS.len()],
+        _ => OTHERS[place % OTHERS.len()],
     }
 }
 
@@ -203,8 +208,8 @@ fn line_chart(
         .x_label_formatter(&|x| entries_label(x.round() as u64))
         .draw()
         .map_err(|e| err(&e))?;
-    for (i, s) in series.iter().enumerate() {
-        let c = colour(&s.engine, i);
+    for s in series {
+        let c = colour(&s.engine, s.place);
         let points: Vec<(f64, f64)> = xs
             .iter()
             .zip(&s.points)
@@ -222,9 +227,20 @@ fn line_chart(
             .draw_series(points.iter().map(|p| Circle::new(*p, 3, c.filled())))
             .map_err(|e| err(&e))?;
     }
+    // The legend goes in the upper corner on the side where costs are lower, so that it
+    // hides as little of the lines as it can.
+    let mean_at = |i: usize| {
+        let v: Vec<f64> = series.iter().filter_map(|s| s.points[i]).collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    };
+    let corner = if mean_at(0) > mean_at(xs.len() - 1) {
+        SeriesLabelPosition::UpperRight
+    } else {
+        SeriesLabelPosition::UpperLeft
+    };
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(corner)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()
@@ -234,13 +250,17 @@ fn line_chart(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
     use crate::report::JsonRun;
 
-    fn outcome(name: &str, micros: f64, write_amp: Option<f64>) -> JsonOutcome {
+    pub(in crate::compare) fn outcome(
+        name: &str,
+        micros: f64,
+        write_amp: Option<f64>,
+    ) -> JsonOutcome {
         JsonOutcome {
             name: name.to_owned(),
             ops: 1000,
@@ -262,7 +282,7 @@ mod tests {
         }
     }
 
-    fn run(engine: &str, num: u64, results: Vec<JsonOutcome>) -> JsonRun {
+    pub(in crate::compare) fn run(engine: &str, num: u64, results: Vec<JsonOutcome>) -> JsonRun {
         JsonRun {
             engine: engine.to_owned(),
             num,
@@ -282,7 +302,7 @@ mod tests {
 
     /// strata at 1M and 10M entries, LevelDB at 1M only, and a configuration that is not
     /// scale's; fillrandom is a write with write amplification, readrandom a read.
-    fn synthetic() -> Results {
+    pub(in crate::compare) fn synthetic() -> Results {
         let mut results: Results = BTreeMap::new();
         let mut put = |key: &str, engine: &str, num, outcomes| {
             results
