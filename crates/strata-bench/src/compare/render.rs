@@ -63,7 +63,8 @@ pub(super) fn write_amp_about(results: &Results) -> String {
          caused to be written to storage while the benchmark ran, from /proc/self/io's \
          write_bytes, ÷ the bytes of keys and values it wrote. The kernel charges a page when it \
          turns dirty, so data still in the page cache counts, a page rewritten before writeback \
-         counts once, and work an engine leaves to background threads after the benchmark ends \
+         counts once (an engine that updates pages in place, LMDB, may be charged less than \
+         it will write: a lower bound), and work an engine leaves to background threads after the benchmark ends \
          is missed (or charged to the next benchmark).",
     );
     if from_wchar {
