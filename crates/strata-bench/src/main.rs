@@ -105,9 +105,14 @@ pub struct Flags {
     /// With --compare: the engines to compare (default: every engine of this build).
     #[arg(long, value_delimiter = ',')]
     pub engines: Vec<String>,
-    /// With --compare: the configurations to run (default: all); `--list` names them.
+    /// With --compare: the configurations to run (default: all but scale, which runs only
+    /// when named); `--list` names them.
     #[arg(long, value_delimiter = ',')]
     pub configs: Vec<String>,
+    /// With --compare --configs=scale: the numbers of entries to run the baseline at, each
+    /// its own database (100M is possible: --scale_nums=1000000,10000000,100000000).
+    #[arg(long, value_delimiter = ',', default_value = "1000000,10000000")]
+    pub scale_nums: Vec<u64>,
     /// With --compare: runs per configuration and engine; the report holds medians.
     #[arg(long, default_value_t = 1)]
     pub runs: usize,
@@ -147,7 +152,7 @@ fn main() {
         }
         println!("engines in this build: {}", engine::available().join(", "));
         println!(
-            "--compare configurations: {}",
+            "--compare configurations: {} (scale only when named)",
             compare::config_ids().join(", ")
         );
         return;

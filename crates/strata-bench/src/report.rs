@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::histogram::Histogram;
+use crate::measure::{IoSource, ProcIo, WriteAmp};
 use crate::Flags;
 
 /// Prints the header: the engine, sizes of keys, values and entries, and the raw and estimated
@@ -61,6 +62,9 @@ pub struct Outcome {
     pub skipped: bool,
     /// Threads that shared the work: micros/op is per thread, as LevelDB reports it.
     pub threads: usize,
+    /// For write benchmarks: what the process's I/O counters grew by while it ran (see
+    /// [`ProcIo`] for what they count and miss).
+    pub io: Option<ProcIo>,
 }
 
 impl Outcome {
@@ -77,6 +81,7 @@ impl Outcome {
             histogram: None,
             skipped: false,
             threads: 1,
+            io: None,
         }
     }
 
@@ -103,6 +108,12 @@ impl Outcome {
         let secs = self.elapsed.as_secs_f64();
         (self.bytes > 0 && secs > 0.0).then(|| self.bytes as f64 / 1_048_576.0 / secs)
     }
+
+    /// Bytes written to storage while the benchmark ran ÷ the bytes of keys and values it
+    /// wrote (`bytes`, which for a write benchmark is ops × (key size + value size)).
+    pub fn write_amp(&self) -> Option<WriteAmp> {
+        self.io?.write_amplification(self.bytes)
+    }
 }
 
 /// Prints one result line, `name : micros/op; MB/s; ops/sec; note`, then the histogram if any.
@@ -122,6 +133,12 @@ pub fn print_outcome(o: &Outcome) {
     }
     if let Some(bytes) = o.db_bytes {
         line.push_str(&format!(" (db {:.1} MB)", bytes as f64 / 1_048_576.0));
+    }
+    if let Some(wa) = o.write_amp() {
+        line.push_str(&format!(" write-amp {:.2}", wa.factor));
+        if wa.source == IoSource::Wchar {
+            line.push_str(" (from wchar: write_bytes stayed 0)");
+        }
     }
     println!("{line}");
     if let Some(h) = &o.histogram {
@@ -154,6 +171,28 @@ pub struct JsonOutcome {
     pub latency: Option<Latency>,
     pub note: String,
     pub skipped: bool,
+    /// Write benchmarks: the growth of /proc/self/io's `write_bytes` while the benchmark ran
+    /// (bytes the process, background threads included, dirtied in the page cache for
+    /// storage). Writes an engine defers past the benchmark's end are not in it, and what the
+    /// previous benchmark left to background threads may be.
+    #[serde(default)]
+    pub io_write_bytes: Option<u64>,
+    /// Of those, bytes of files truncated or deleted before they reached storage.
+    #[serde(default)]
+    pub io_cancelled_write_bytes: Option<u64>,
+    /// The growth of `wchar`: bytes handed to write() calls.
+    #[serde(default)]
+    pub io_wchar: Option<u64>,
+    /// Bytes of keys and values the benchmark wrote: ops × (key size + value size).
+    #[serde(default)]
+    pub user_bytes_written: Option<u64>,
+    /// Bytes written to storage ÷ `user_bytes_written`.
+    #[serde(default)]
+    pub write_amp: Option<f64>,
+    /// The counter `write_amp` comes from: "write_bytes", or "wchar" where write_bytes
+    /// stayed 0.
+    #[serde(default)]
+    pub write_amp_source: Option<String>,
 }
 
 /// A whole run, as `--json` writes it.
@@ -199,6 +238,12 @@ impl From<&Outcome> for JsonOutcome {
             }),
             note: o.note.clone(),
             skipped: o.skipped,
+            io_write_bytes: o.io.and_then(|io| io.write_bytes),
+            io_cancelled_write_bytes: o.io.and_then(|io| io.cancelled_write_bytes),
+            io_wchar: o.io.and_then(|io| io.wchar),
+            user_bytes_written: o.io.map(|_| o.bytes),
+            write_amp: o.write_amp().map(|wa| wa.factor),
+            write_amp_source: o.write_amp().map(|wa| wa.source.name().to_owned()),
         }
     }
 }
@@ -328,5 +373,39 @@ impl Drop for Tally<'_> {
         if self.pending > 0 {
             self.progress.add(self.pending);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_benchmarks_report_their_write_amplification() {
+        let mut o = Outcome::single("fillseq", Duration::from_secs(1));
+        o.ops = 1000;
+        o.bytes = 116_000;
+        o.io = Some(ProcIo {
+            write_bytes: Some(290_000),
+            cancelled_write_bytes: Some(0),
+            wchar: Some(300_000),
+        });
+        let j = JsonOutcome::from(&o);
+        assert_eq!(j.user_bytes_written, Some(116_000));
+        assert_eq!(j.io_write_bytes, Some(290_000));
+        assert_eq!(j.write_amp, Some(2.5));
+        assert_eq!(j.write_amp_source.as_deref(), Some("write_bytes"));
+        // A read has no counters, so no figures.
+        let read = JsonOutcome::from(&Outcome::single("readrandom", Duration::from_secs(1)));
+        assert_eq!((read.write_amp, read.user_bytes_written), (None, None));
+    }
+
+    #[test]
+    fn results_written_before_write_amplification_still_parse() {
+        let old = r#"{"name":"fillseq","ops":10,"seconds":1.0,"micros_per_op":1.0,
+            "ops_per_sec":10.0,"mb_per_sec":null,"found":null,"db_bytes":null,"latency":null,
+            "note":"","skipped":false}"#;
+        let o: JsonOutcome = serde_json::from_str(old).unwrap();
+        assert_eq!((o.write_amp, o.io_write_bytes), (None, None));
     }
 }

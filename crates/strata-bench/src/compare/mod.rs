@@ -9,10 +9,12 @@
 //! cache state or threads.
 //!
 //! This module holds the configurations and runs them; [`render`] writes the report;
-//! [`footprint`] measures each engine's code size.
+//! [`scale`] its section on cost against the number of entries; [`footprint`] measures each
+//! engine's code size.
 
 mod footprint;
 mod render;
+mod scale;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -159,9 +161,28 @@ const CONFIGS: &[Config] = &[
     },
 ];
 
+/// The baseline's benchmarks at each of `--scale_nums` entries (readmissing left out: it
+/// costs what readrandom does). Run only when `--configs` names it, since its default sizes
+/// take hours on every engine. Its results are keyed `scale-N`, N the number of entries, so
+/// that sizes neither overwrite each other nor look like the ordinary configurations.
+const SCALE: Config = Config {
+    id: "scale",
+    title: "Cost against the number of entries",
+    about: "The baseline's benchmarks, each size a database of its own.",
+    benchmarks: "fillseq,fillrandom,overwrite,readrandom,readseq,readreverse,readhot,seekrandom",
+    extra: &[],
+    baseline: &[],
+    num_divisor: 1,
+};
+
+/// The results key of the scale configuration at `num` entries.
+fn scale_key(num: u64) -> String {
+    format!("{}-{num}", SCALE.id)
+}
+
 /// The ids of the configurations, for `--configs`.
 pub fn config_ids() -> Vec<&'static str> {
-    CONFIGS.iter().map(|c| c.id).collect()
+    CONFIGS.iter().chain([&SCALE]).map(|c| c.id).collect()
 }
 
 /// The benchmarks whose rates are entries per second, not operations.
@@ -216,27 +237,26 @@ pub fn run(flags: &Flags) -> Result<(), String> {
             ));
         }
     }
-    let chosen = |c: &Config| flags.configs.is_empty() || flags.configs.iter().any(|x| x == c.id);
+    let plan = plan(flags)?;
     let scratch = tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?;
     let mut results: Results = BTreeMap::new();
-    for config in CONFIGS.iter().filter(|c| chosen(c)) {
+    for (config, key, num) in plan {
         for run in 0..flags.runs.max(1) {
             for engine in &engines {
                 eprintln!(
-                    "db_bench --compare: {} on {engine} (run {} of {})",
-                    config.id,
+                    "db_bench --compare: {key} on {engine} (run {} of {})",
                     run + 1,
                     flags.runs.max(1)
                 );
-                let dir = scratch.path().join(config.id);
-                let mut outcome = run_one(&exe, flags, config, engine, &dir)?;
+                let dir = scratch.path().join(&key);
+                let mut outcome = run_one(&exe, flags, config, num, engine, &dir)?;
                 if DISK.contains(&config.id) {
                     outcome.disk_bytes_after_close =
                         Some(crate::measure::disk_usage(&dir.join(engine)));
                 }
                 let _ = std::fs::remove_dir_all(&dir);
                 results
-                    .entry(config.id.to_owned())
+                    .entry(key.clone())
                     .or_default()
                     .entry(engine.clone())
                     .or_default()
@@ -247,11 +267,35 @@ pub fn run(flags: &Flags) -> Result<(), String> {
     write_report(flags, &engines, &results, &exe)
 }
 
-/// Runs one configuration on one engine in a child db_bench and parses its JSON.
+/// Every run of `flags.configs`, in order: (configuration, results key, entries). The scale
+/// configuration runs only when named, once per size of `--scale_nums`, smallest first.
+fn plan(flags: &Flags) -> Result<Vec<(&'static Config, String, u64)>, String> {
+    let named = |c: &Config| flags.configs.iter().any(|x| x == c.id);
+    let chosen = |c: &Config| flags.configs.is_empty() || named(c);
+    let mut plan: Vec<(&'static Config, String, u64)> = CONFIGS
+        .iter()
+        .filter(|c| chosen(c))
+        .map(|c| (c, c.id.to_owned(), (flags.num / c.num_divisor).max(1)))
+        .collect();
+    if named(&SCALE) {
+        if flags.scale_nums.is_empty() || flags.scale_nums.contains(&0) {
+            return Err("--scale_nums: give one or more numbers of entries above 0".into());
+        }
+        let mut nums = flags.scale_nums.clone();
+        nums.sort_unstable();
+        nums.dedup();
+        plan.extend(nums.into_iter().map(|n| (&SCALE, scale_key(n), n)));
+    }
+    Ok(plan)
+}
+
+/// Runs one configuration at `num` entries on one engine in a child db_bench and parses its
+/// JSON.
 fn run_one(
     exe: &Path,
     flags: &Flags,
     config: &Config,
+    num: u64,
     engine: &str,
     dir: &Path,
 ) -> Result<JsonRun, String> {
@@ -261,7 +305,7 @@ fn run_one(
             "--benchmarks={}",
             config.benchmarks.replace(char::is_whitespace, "")
         ))
-        .arg(format!("--num={}", (flags.num / config.num_divisor).max(1)))
+        .arg(format!("--num={num}"))
         .arg(format!("--key_order={:?}", flags.key_order).to_lowercase())
         .arg(format!("--db={}", dir.display()))
         .arg("--json");
@@ -286,4 +330,42 @@ fn run_one(
     }
     serde_json::from_slice(&out.stdout)
         .map_err(|e| format!("{} on {engine}: unreadable results: {e}", config.id))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn keys(args: &[&str]) -> Result<Vec<(String, u64)>, String> {
+        let flags = Flags::parse_from([&["db_bench", "--compare", "--num=5000"], args].concat());
+        Ok(plan(&flags)?
+            .into_iter()
+            .map(|(_, key, num)| (key, num))
+            .collect())
+    }
+
+    #[test]
+    fn scale_runs_only_when_named_and_keys_each_size() {
+        let all = keys(&[]).unwrap();
+        assert_eq!(all.len(), CONFIGS.len());
+        assert!(all.iter().all(|(k, _)| !k.starts_with("scale")));
+        assert!(all.contains(&("large-reads".to_owned(), 5)));
+
+        let scale = keys(&["--configs=baseline,scale", "--scale_nums=20000,2000,2000"]).unwrap();
+        let expected = [
+            ("baseline", 5000),
+            ("scale-2000", 2000),
+            ("scale-20000", 20000),
+        ];
+        let expected: Vec<(String, u64)> =
+            expected.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+        assert_eq!(scale, expected);
+        // The default sizes.
+        let scale = keys(&["--configs=scale"]).unwrap();
+        assert_eq!(scale[0], ("scale-1000000".to_owned(), 1_000_000));
+        assert_eq!(scale[1], ("scale-10000000".to_owned(), 10_000_000));
+        assert!(keys(&["--configs=scale", "--scale_nums=0"]).is_err());
+    }
 }

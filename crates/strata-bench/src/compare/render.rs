@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
-use crate::report::JsonRun;
+use crate::report::{JsonOutcome, JsonRun};
 use crate::Flags;
 
 use super::footprint::footprints;
-use super::{unit, Config, Results, CONFIGS};
+use super::{scale, unit, Config, Results, CONFIGS};
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
+pub(super) fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
@@ -36,6 +36,59 @@ fn rate(runs: &[JsonRun], benchmark: &str) -> Option<f64> {
     )
 }
 
+/// The median over an engine's runs of a figure of `benchmark`'s outcome.
+pub(super) fn median_of(
+    runs: &[JsonRun],
+    benchmark: &str,
+    figure: impl Fn(&JsonOutcome) -> Option<f64>,
+) -> Option<f64> {
+    median(
+        runs.iter()
+            .filter_map(|r| r.results.iter().find(|o| o.name == benchmark && !o.skipped))
+            .filter_map(figure)
+            .collect(),
+    )
+}
+
+/// What write amplification means in the reports, and which counter it came from: `wchar`
+/// is named if any run had to fall back to it.
+pub(super) fn write_amp_about(results: &Results) -> String {
+    let from_wchar = results
+        .values()
+        .flat_map(|by_engine| by_engine.values().flatten())
+        .flat_map(|run| &run.results)
+        .any(|o| o.write_amp_source.as_deref() == Some("wchar"));
+    let mut text = String::from(
+        "Write amplification is the bytes the db_bench process (background threads included) \
+         caused to be written to storage while the benchmark ran, from /proc/self/io's \
+         write_bytes, ÷ the bytes of keys and values it wrote. The kernel charges a page when it \
+         turns dirty, so data still in the page cache counts, a page rewritten before writeback \
+         counts once (an engine that updates pages in place, LMDB, may be charged less than \
+         it will write: a lower bound), and work an engine leaves to background threads after the benchmark ends \
+         is missed (or charged to the next benchmark).",
+    );
+    if from_wchar {
+        text.push_str(
+            " Where write_bytes stayed 0 (a database on tmpfs), the figure is from wchar, the \
+             bytes handed to write(): it misses writes through memory maps (LMDB's).",
+        );
+    }
+    text
+}
+
+/// The write benchmarks of a configuration that have write amplification figures.
+fn write_amp_benchmarks<'a>(tables: &[(&'a str, Vec<Row>)]) -> Vec<&'a str> {
+    tables
+        .iter()
+        .filter(|(_, rows)| rows.iter().any(|r| r.write_amp.is_some()))
+        .map(|(b, _)| *b)
+        .collect()
+}
+
+pub(super) fn write_amp_cell(x: Option<f64>) -> String {
+    x.map_or("—".to_owned(), |x| format!("{x:.2}"))
+}
+
 /// The median size of the database on disk once its engine closed.
 fn closed_bytes(runs: &[JsonRun]) -> Option<f64> {
     median(
@@ -50,7 +103,7 @@ fn peak_memory(runs: &[JsonRun], of: fn(&JsonRun) -> Option<u64>) -> Option<f64>
     median(runs.iter().filter_map(of).map(|b| b as f64).collect())
 }
 
-fn group(n: f64) -> String {
+pub(super) fn group(n: f64) -> String {
     let s = format!("{:.0}", n);
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
@@ -83,6 +136,8 @@ struct Row {
     value: f64,
     vs_leveldb: Option<f64>,
     vs_baseline: Option<f64>,
+    /// Median write amplification, for write benchmarks.
+    write_amp: Option<f64>,
 }
 
 fn rows_for(results: &Results, engines: &[String], config: &Config, benchmark: &str) -> Vec<Row> {
@@ -108,6 +163,7 @@ fn rows_for(results: &Results, engines: &[String], config: &Config, benchmark: &
                 value,
                 vs_leveldb: leveldb.map(|l| value / l),
                 vs_baseline,
+                write_amp: median_of(by_engine.get(e)?, benchmark, |o| o.write_amp),
             })
         })
         .collect()
@@ -231,6 +287,15 @@ pub(super) fn write_report(
         format!("{:?}", flags.key_order).to_lowercase(),
         flags.runs.max(1)
     );
+    let has_write_amp = results
+        .values()
+        .flat_map(|by_engine| by_engine.values().flatten())
+        .any(|run| run.results.iter().any(|o| o.write_amp.is_some()));
+    if has_write_amp {
+        let about = write_amp_about(results);
+        let _ = writeln!(html, "<p>{about}</p>");
+        let _ = writeln!(md, "{about}\n");
+    }
     // The disk-usage runs are reported in the disk table only ("large" is both).
     for config in CONFIGS
         .iter()
@@ -278,32 +343,71 @@ pub(super) fn write_report(
             md.push('\n');
         }
         md.push('\n');
+        let amplified = write_amp_benchmarks(&tables);
+        if !amplified.is_empty() {
+            let _ = writeln!(
+                md,
+                "Write amplification (bytes written to storage ÷ bytes of keys and values):\n"
+            );
+            let _ = writeln!(
+                md,
+                "| engine | {} |\n|---|{}",
+                amplified.join(" | "),
+                "---|".repeat(amplified.len())
+            );
+            for e in engines {
+                let cells: Vec<String> = amplified
+                    .iter()
+                    .map(|b| {
+                        let rows = &tables.iter().find(|(t, _)| t == b).expect("listed").1;
+                        write_amp_cell(
+                            rows.iter()
+                                .find(|r| &r.engine == e)
+                                .and_then(|r| r.write_amp),
+                        )
+                    })
+                    .collect();
+                let _ = writeln!(md, "| {e} | {} |", cells.join(" | "));
+            }
+            md.push('\n');
+        }
         for (b, rows) in &tables {
             if rows.is_empty() {
                 continue;
             }
+            let amplified = amplified.contains(b);
             let file = format!("{}-{b}.svg", config.id);
             chart(&dir.join(&file), b, unit(b), rows)?;
             let _ = writeln!(html, "<h3>{b}</h3>\n<img src=\"{file}\" alt=\"{b}\">");
             let _ = writeln!(
                 html,
-                "<table><tr><th>engine</th><th>{}</th><th>× LevelDB</th><th>× baseline</th></tr>",
-                unit(b)
+                "<table><tr><th>engine</th><th>{}</th><th>× LevelDB</th><th>× baseline</th>{}</tr>",
+                unit(b),
+                if amplified { "<th>write-amp</th>" } else { "" }
             );
             for r in rows {
                 let ratio = |x: Option<f64>| x.map_or("—".to_owned(), ratio);
                 let _ = writeln!(
                     html,
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}</tr>",
                     r.engine,
                     group(r.value),
                     ratio(r.vs_leveldb),
-                    ratio(r.vs_baseline)
+                    ratio(r.vs_baseline),
+                    if amplified {
+                        format!("<td>{}</td>", write_amp_cell(r.write_amp))
+                    } else {
+                        String::new()
+                    }
                 );
             }
             html.push_str("</table>\n");
         }
     }
+
+    let (scale_md, scale_html) = scale::section(&dir, engines, results)?;
+    md.push_str(&scale_md);
+    html.push_str(&scale_html);
 
     // Disk usage, peak memory and footprint.
     let baseline = results.get("baseline");
@@ -353,6 +457,7 @@ pub(super) fn write_report(
                 value: p / 1_048_576.0,
                 vs_leveldb: None,
                 vs_baseline: None,
+                write_amp: None,
             });
         }
     }
@@ -378,4 +483,59 @@ pub(super) fn write_report(
         dir.join("index.html").display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::super::scale::tests::{outcome, run, synthetic};
+    use super::*;
+
+    #[test]
+    fn the_report_shows_write_amplification_beside_the_rates() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut results = synthetic();
+        let baseline = results.get_mut("baseline").unwrap();
+        baseline.insert(
+            "leveldb".into(),
+            vec![run(
+                "leveldb",
+                1000,
+                vec![
+                    outcome("fillseq", 2.0, Some(3.5)),
+                    outcome("readrandom", 4.0, None),
+                ],
+            )],
+        );
+        baseline.get_mut("strata").unwrap()[0]
+            .results
+            .push(outcome("fillseq", 1.0, Some(1.25)));
+        let report_dir = format!("--report_dir={}", dir.path().display());
+        let flags = Flags::parse_from(["db_bench", "--compare", report_dir.as_str()]);
+        let engines = vec!["strata".to_owned(), "leveldb".to_owned()];
+        let exe = std::env::current_exe().unwrap();
+        write_report(&flags, &engines, &results, &exe).unwrap();
+        let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+        let html = std::fs::read_to_string(dir.path().join("index.html")).unwrap();
+
+        // Only the write benchmarks with figures get a column: fillrandom has none for strata
+        // in the baseline, and none at all for LevelDB.
+        let table =
+            "Write amplification (bytes written to storage ÷ bytes of keys and values):\n\n\
+                     | engine | fillseq |\n|---|---|\n| strata | 1.25 |\n| leveldb | 3.50 |\n";
+        assert!(md.contains(table), "{md}");
+        assert!(md.contains("from /proc/self/io's write_bytes"), "{md}");
+        assert!(!md.contains("from wchar"), "{md}");
+        assert!(
+            html.contains("<th>write-amp</th></tr>\n<tr><td>strata</td><td>1,000,000</td><td>2.00</td><td>—</td><td>1.25</td></tr>"),
+            "{html}"
+        );
+        // The scale section follows the configurations.
+        assert!(
+            md.contains("### Cost against the number of entries"),
+            "{md}"
+        );
+        assert!(dir.path().join("scale-fillrandom.svg").exists());
+    }
 }
