@@ -91,7 +91,9 @@ pub mod version;
 pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use check::{check, CheckReport};
 pub use comparator::{bytewise, BytewiseComparator, Comparator, KeyRange};
-pub use db::{destroy, BlobFileInfo, Db, DbIterator, RangeIter, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use db::{
+    destroy, BlobFileInfo, Db, DbIterator, PinnedValue, RangeIter, MAX_KEY_SIZE, MAX_VALUE_SIZE,
+};
 pub use env::{CrashMode, Env, IoFaults, MemEnv, PosixEnv};
 pub use error::{Error, RecordError, Result};
 pub use options::{Options, ReadOptions, WriteOptions};

@@ -81,9 +81,11 @@ impl Engine for StrataEngine {
     }
 
     fn get(&self, key: &[u8], value: &mut Vec<u8>) -> EngineResult<bool> {
-        match self.db.get(&self.read_options(), key) {
+        // Copied into the caller's buffer, as the other engines' values are: no allocation.
+        match self.db.get_pinned(&self.read_options(), key) {
             Ok(Some(v)) => {
-                *value = v;
+                value.clear();
+                value.extend_from_slice(&v);
                 Ok(true)
             }
             Ok(None) => Ok(false),

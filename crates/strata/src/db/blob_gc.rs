@@ -432,8 +432,8 @@ impl DbInner {
         };
         let (found, _) = view.version.get(&read, &self.table_cache, key, seqno)?;
         Ok(match found {
-            TableLookup::Value(v) => Some((ValueKind::Value, v)),
-            TableLookup::BlobPointer(p) => Some((ValueKind::BlobPointer, p)),
+            TableLookup::Value(v) => Some((ValueKind::Value, v.to_vec())),
+            TableLookup::BlobPointer(p) => Some((ValueKind::BlobPointer, p.to_vec())),
             TableLookup::Deleted | TableLookup::Absent => None,
         })
     }

@@ -27,6 +27,7 @@ mod flush;
 mod iter;
 mod obsolete;
 mod open;
+mod pinned;
 mod poison;
 mod properties;
 mod range_iter;
@@ -60,6 +61,7 @@ use crate::version::NUM_LEVELS;
 pub use destroy::destroy;
 pub use iter::DbIterator;
 pub(crate) use open::live_log_must_exist;
+pub use pinned::PinnedValue;
 pub use range_iter::RangeIter;
 use write::PendingWrite;
 
@@ -392,14 +394,41 @@ impl Db {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn get(&self, options: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.get_pinned(options, key)?.map(PinnedValue::into_vec))
+    }
+
+    /// The value of `key`, or `None` if it is absent, without copying a value found in a table
+    /// out of its data block: the [`PinnedValue`] keeps the block alive and dereferences to
+    /// the value. A value still in a memtable or kept in a blob file is copied, as
+    /// [`get`](Self::get) copies every value.
+    ///
+    /// # Errors
+    /// As [`get`](Self::get).
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put(&WriteOptions::default(), b"apple", b"red")?;
+    /// db.compact_range(None, None)?; // the value is now in a table
+    /// let value = db.get_pinned(&ReadOptions::default(), b"apple")?.unwrap();
+    /// assert_eq!(&*value, b"red");
+    /// assert!(value.is_pinned_in_block());
+    /// assert!(db.get_pinned(&ReadOptions::default(), b"pear")?.is_none());
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn get_pinned(&self, options: &ReadOptions<'_>, key: &[u8]) -> Result<Option<PinnedValue>> {
         let inner = &self.inner;
         let seqno = inner.read_seqno(options)?;
         let view = inner.view.load();
         for mem in std::iter::once(&view.mem).chain(&view.imm) {
             match mem.get(key, seqno) {
-                Some(MemLookup::Value(v)) => return Ok(Some(v.to_vec())),
+                Some(MemLookup::Value(v)) => return Ok(Some(PinnedValue::owned(v.to_vec()))),
                 Some(MemLookup::BlobPointer(p)) => {
-                    return inner.read_blob(key, p, options.verify_checksums).map(Some)
+                    return inner
+                        .read_blob(key, p, options.verify_checksums)
+                        .map(|v| Some(PinnedValue::owned(v)))
                 }
                 Some(MemLookup::Deleted) => return Ok(None),
                 None => {}
@@ -416,10 +445,12 @@ impl Db {
             }
         }
         Ok(match found {
-            TableLookup::Value(v) => Some(v),
-            TableLookup::BlobPointer(p) => {
-                Some(inner.read_blob(key, &p, options.verify_checksums)?)
-            }
+            TableLookup::Value(v) => Some(PinnedValue::in_block(v)),
+            TableLookup::BlobPointer(p) => Some(PinnedValue::owned(inner.read_blob(
+                key,
+                &p,
+                options.verify_checksums,
+            )?)),
             TableLookup::Deleted | TableLookup::Absent => None,
         })
     }

@@ -14,7 +14,7 @@ mod reader;
 
 use std::sync::Arc;
 
-pub use block::{Block, BlockIter};
+pub use block::{Block, BlockIter, BlockSlice};
 pub use block_builder::BlockBuilder;
 pub use builder::TableBuilder;
 pub use format::{BlockHandle, Compression, Footer};

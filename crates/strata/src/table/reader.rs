@@ -188,6 +188,17 @@ impl Table {
         internal_key: &[u8],
         found: impl FnOnce(&[u8], &[u8]) -> R,
     ) -> Result<Option<R>> {
+        self.get_in_block(options, internal_key, |_, k, v| found(k, v))
+    }
+
+    /// [`get`](Self::get), also handing `found` the data block the key and value lie in, so
+    /// that it can keep the value without copying it ([`Block::slice`]).
+    pub(crate) fn get_in_block<R>(
+        &self,
+        options: &BlockReadOptions,
+        internal_key: &[u8],
+        found: impl FnOnce(&Arc<Block>, &[u8], &[u8]) -> R,
+    ) -> Result<Option<R>> {
         let Some(handle) = self.index.find(&self.icmp, internal_key, |_, value| {
             self.decode_handle(value, self.metaindex.offset)
         })?
@@ -201,7 +212,7 @@ impl Table {
             }
         }
         let block = self.data_block(handle, options)?;
-        block.find(&self.icmp, internal_key, found)
+        block.find(&self.icmp, internal_key, |k, v| found(&block, k, v))
     }
 
     /// A cursor over the table's entries.

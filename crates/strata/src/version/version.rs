@@ -24,7 +24,7 @@ use crate::iter::BoxedIter;
 use crate::key::{
     append_internal_key, user_key, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind,
 };
-use crate::table::BlockReadOptions;
+use crate::table::{BlockReadOptions, BlockSlice};
 
 /// A table in a version, with its seek allowance.
 #[derive(Debug)]
@@ -52,13 +52,14 @@ impl std::ops::Deref for LiveFile {
     }
 }
 
-/// What a version's files say about a user key.
+/// What a version's files say about a user key. A value or pointer found is a slice of its
+/// data block, not a copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum TableLookup {
     /// Found, with this value.
-    Value(Vec<u8>),
+    Value(BlockSlice),
     /// Found, kept in a blob file: this is the encoded pointer.
-    BlobPointer(Vec<u8>),
+    BlobPointer(BlockSlice),
     /// The newest visible entry is a deletion.
     Deleted,
     /// No file holds the key.
@@ -459,14 +460,15 @@ pub(crate) fn lookup_in_table(
 ) -> Result<Option<TableLookup>> {
     let user_key = user_key_of(seek_key);
     let table = table_cache.get(file.number, file.file_size)?;
-    let found = table.get(options, seek_key, |k, v| {
+    let found = table.get_in_block(options, seek_key, |block, k, v| {
         let parsed = ParsedInternalKey::parse(k)?;
         if ucmp.compare(parsed.user_key, user_key) != CmpOrdering::Equal {
             return None;
         }
+        let slice = || block.slice(v).expect("find hands out slices of its block");
         Some(match parsed.kind {
-            ValueKind::Value => TableLookup::Value(v.to_vec()),
-            ValueKind::BlobPointer => TableLookup::BlobPointer(v.to_vec()),
+            ValueKind::Value => TableLookup::Value(slice()),
+            ValueKind::BlobPointer => TableLookup::BlobPointer(slice()),
             ValueKind::Deletion => TableLookup::Deleted,
         })
     })?;

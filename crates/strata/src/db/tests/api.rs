@@ -297,3 +297,67 @@ fn a_ranges_back_end_started_late_sees_the_same_state_as_its_front() {
     assert_eq!(rest[0].0, b"0299");
     assert!(rest.iter().all(|(_, v)| v == b"old"));
 }
+
+/// `get_pinned` answers as `get` does, from the memtable (a copy), a table (the value borrows
+/// its block) and a blob file (a copy); a pinned value stays right after the block cache has
+/// dropped its block and the table has been compacted away.
+#[test]
+fn get_pinned_borrows_table_blocks_and_matches_get() {
+    let env = MemEnv::new();
+    let db = Db::open(
+        DIR,
+        Options {
+            block_cache_capacity: 16 << 10,
+            blob_threshold: Some(1000),
+            ..small_options(&env)
+        },
+    )
+    .unwrap();
+    let value = |i: u32| format!("value-{i:05}-{}", "x".repeat((i % 7) as usize)).into_bytes();
+    for i in 0..2000u32 {
+        db.put(&w(), format!("k{i:05}").as_bytes(), &value(i))
+            .unwrap();
+    }
+    db.put(&w(), b"big", &[9u8; 5000]).unwrap();
+    db.delete(&w(), b"k00007").unwrap();
+
+    // In the memtable: a copy.
+    let in_mem = db.get_pinned(&r(), b"k01999").unwrap().unwrap();
+    assert_eq!(&*in_mem, &value(1999)[..]);
+    assert!(!in_mem.is_pinned_in_block());
+
+    db.compact_range(None, None).unwrap();
+    let pinned = db.get_pinned(&r(), b"k00042").unwrap().unwrap();
+    assert!(pinned.is_pinned_in_block());
+    assert_eq!(&*pinned, &value(42)[..]);
+    let big = db.get_pinned(&r(), b"big").unwrap().unwrap();
+    assert!(
+        !big.is_pinned_in_block(),
+        "a blob value is read into a buffer"
+    );
+    assert_eq!(&*big, &[9u8; 5000][..]);
+    assert_eq!(db.get_pinned(&r(), b"k00007").unwrap(), None);
+    assert_eq!(db.get_pinned(&r(), b"absent").unwrap(), None);
+    for i in (0..2000u32).step_by(37) {
+        let k = format!("k{i:05}");
+        let got = db.get_pinned(&r(), k.as_bytes()).unwrap();
+        assert_eq!(
+            got.map(PinnedValue::into_vec),
+            db.get(&r(), k.as_bytes()).unwrap(),
+            "{k}"
+        );
+    }
+
+    // Every other block through the 16 KiB cache, new writes and a compaction that replaces
+    // the table the value came from: the pinned block is the value's own.
+    for i in 0..2000u32 {
+        db.get(&r(), format!("k{i:05}").as_bytes()).unwrap();
+        db.put(&w(), format!("k{i:05}").as_bytes(), b"new").unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    assert_eq!(&*pinned, &value(42)[..]);
+    assert_eq!(
+        db.get(&r(), b"k00042").unwrap().as_deref(),
+        Some(&b"new"[..])
+    );
+}

@@ -90,6 +90,20 @@ impl Block {
         self.data.len()
     }
 
+    /// `part`, a slice of this block's bytes (a key or value [`find`](Self::find) handed
+    /// out), as a [`BlockSlice`] that keeps the block alive. `None` if `part` is not inside
+    /// the block.
+    pub(crate) fn slice(self: &Arc<Self>, part: &[u8]) -> Option<BlockSlice> {
+        // Addresses compared as numbers: no pointer is made from them.
+        let start = (part.as_ptr() as usize).checked_sub(self.data.as_ptr() as usize)?;
+        let end = start.checked_add(part.len())?;
+        (end <= self.data.len()).then(|| BlockSlice {
+            block: self.clone(),
+            start,
+            end,
+        })
+    }
+
     /// A cursor over the block's entries, ordered by `comparator`.
     pub fn iter(self: &Arc<Self>, comparator: Arc<dyn Comparator>) -> BlockIter {
         BlockIter::new(self.clone(), comparator)
@@ -182,6 +196,43 @@ impl Block {
         Ok(left)
     }
 }
+
+/// A range of a block's bytes that keeps the block alive: a value read without a copy (the
+/// block stays in memory while it is held, even once the block cache has dropped it).
+///
+/// Invariant: `start <= end <= block.size()`.
+#[derive(Clone)]
+pub struct BlockSlice {
+    block: Arc<Block>,
+    start: usize,
+    end: usize,
+}
+
+impl std::ops::Deref for BlockSlice {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.block.data[self.start..self.end]
+    }
+}
+
+impl std::fmt::Debug for BlockSlice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockSlice")
+            .field("len", &(self.end - self.start))
+            .field("file", &self.block.file)
+            .field("file_offset", &self.block.file_offset)
+            .finish()
+    }
+}
+
+impl PartialEq for BlockSlice {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for BlockSlice {}
 
 /// Keys up to this long are rebuilt on the stack by [`Block::find`].
 pub(crate) const STACK_KEY_BYTES: usize = 128;

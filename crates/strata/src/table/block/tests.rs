@@ -394,3 +394,26 @@ fn find_refuses_damage_as_a_cursor_seek_does() {
     }
     assert!(errors > 0, "some flips must be refused");
 }
+
+#[test]
+fn slice_keeps_what_find_hands_out_and_refuses_other_bytes() {
+    let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..100u32)
+        .map(|i| {
+            (
+                format!("key{i:03}").into_bytes(),
+                format!("v{i}").into_bytes(),
+            )
+        })
+        .collect();
+    let block = parse(build(&entries, 4)).unwrap();
+    let slice = block
+        .find(&BytewiseComparator, b"key042", |_, v| block.slice(v))
+        .unwrap()
+        .flatten()
+        .unwrap();
+    drop(block);
+    assert_eq!(&*slice, b"v42");
+    let other = parse(build(&entries, 4)).unwrap();
+    let outside = b"v42".to_vec();
+    assert!(other.slice(&outside).is_none());
+}
