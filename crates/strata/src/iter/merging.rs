@@ -30,6 +30,11 @@ pub(crate) struct MergingIter<C: Comparator> {
     children: Vec<BoxedIter>,
     /// The child holding the current entry. Invariant: when `Some(i)`, `children[i]` is valid.
     current: Option<usize>,
+    /// The child whose entry comes right after the current one in `direction` among the other
+    /// children, as the last full pick found it (`None`: no other child is valid). The other
+    /// children do not move while the merge steps on in one direction, so it stays right
+    /// until the current child moves past it: a step then compares one key, not every child's.
+    runner_up: Option<usize>,
     direction: Direction,
 }
 
@@ -38,6 +43,7 @@ impl<C: Comparator> MergingIter<C> {
     pub(crate) fn clear(&mut self) {
         self.children.clear();
         self.current = None;
+        self.runner_up = None;
     }
 
     pub(crate) fn new(comparator: C, children: Vec<BoxedIter>) -> Self {
@@ -45,12 +51,16 @@ impl<C: Comparator> MergingIter<C> {
             comparator,
             children,
             current: None,
+            runner_up: None,
             direction: Direction::Forward,
         }
     }
 
+    /// Finds the child whose key comes first in the order `wanted` asks (`Less`: the
+    /// smallest), and the runner-up, by asking every child.
     fn pick(&mut self, wanted: Ordering) {
         let mut best: Option<(usize, &[u8])> = None;
+        let mut second: Option<(usize, &[u8])> = None;
         let mut damaged = false;
         for (i, child) in self.children.iter().enumerate() {
             if !child.valid() {
@@ -60,12 +70,41 @@ impl<C: Comparator> MergingIter<C> {
             }
             let key = child.key();
             match best {
-                Some((_, best_key)) if self.comparator.compare(key, best_key) != wanted => {}
-                _ => best = Some((i, key)),
+                Some((_, best_key)) if self.comparator.compare(key, best_key) != wanted => {
+                    match second {
+                        Some((_, second_key))
+                            if self.comparator.compare(key, second_key) != wanted => {}
+                        _ => second = Some((i, key)),
+                    }
+                }
+                _ => {
+                    second = best;
+                    best = Some((i, key));
+                }
             }
         }
         // A damaged child stops the merge.
         self.current = if damaged { None } else { best.map(|(i, _)| i) };
+        self.runner_up = second.map(|(i, _)| i);
+    }
+
+    /// After the current child stepped on in the merge's direction: it stays current if its
+    /// new key still comes before the runner-up's; otherwise every child is asked again.
+    fn step_pick(&mut self, wanted: Ordering) {
+        let Some(cur) = self.current else {
+            return;
+        };
+        let child = &self.children[cur];
+        if child.valid() {
+            let stays = match self.runner_up {
+                None => true,
+                Some(r) => self.comparator.compare(child.key(), self.children[r].key()) == wanted,
+            };
+            if stays {
+                return;
+            }
+        }
+        self.pick(wanted);
     }
 
     fn find_smallest(&mut self) {
@@ -112,7 +151,8 @@ impl<C: Comparator> InternalIterator for MergingIter<C> {
         };
         if self.direction != Direction::Forward {
             // Every other child is before the current key: move each to the first entry after
-            // it. The current key is unique across children (internal keys carry seqnos).
+            // it. The current key is unique across children (internal keys carry seqnos). The
+            // others moved, so the runner-up is found again below.
             let key = self.children[cur].key().to_vec();
             for (i, c) in self.children.iter_mut().enumerate() {
                 if i == cur {
@@ -124,9 +164,11 @@ impl<C: Comparator> InternalIterator for MergingIter<C> {
                 }
             }
             self.direction = Direction::Forward;
+            self.children[cur].next();
+            return self.find_smallest();
         }
         self.children[cur].next();
-        self.find_smallest();
+        self.step_pick(Ordering::Less);
     }
 
     fn prev(&mut self) {
@@ -148,9 +190,11 @@ impl<C: Comparator> InternalIterator for MergingIter<C> {
                 }
             }
             self.direction = Direction::Reverse;
+            self.children[cur].prev();
+            return self.find_largest();
         }
         self.children[cur].prev();
-        self.find_largest();
+        self.step_pick(Ordering::Greater);
     }
 
     fn key(&self) -> &[u8] {
@@ -191,6 +235,37 @@ mod tests {
         let mut it = MergingIter::new(BytewiseComparator, children);
         let probes: Vec<Vec<u8>> = (0..810)
             .step_by(3)
+            .map(|i| format!("k{i:05}").into_bytes())
+            .collect();
+        check_against_model(&mut it, &model, &BytewiseComparator, &probes);
+    }
+
+    /// Runs of keys from one child, of every length from 1 to 12, so that a step keeps the
+    /// current child for a while, then hands over to the runner-up (or to a child that was
+    /// third), both ways and across direction changes.
+    #[test]
+    fn merge_of_sources_in_runs_meets_the_contract() {
+        let mut sources: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); 5];
+        let mut model = Vec::new();
+        let (mut i, mut run) = (0u32, 1usize);
+        while i < 600 {
+            let child = (run * 3) % 5;
+            for _ in 0..run {
+                let k = format!("k{i:05}").into_bytes();
+                let v = format!("v{i}").into_bytes();
+                sources[child].push((k.clone(), v.clone()));
+                model.push((k, v));
+                i += 1;
+            }
+            run = run % 12 + 1;
+        }
+        let children: Vec<BoxedIter> = sources
+            .into_iter()
+            .map(|s| Box::new(VecIter::new(s)) as BoxedIter)
+            .collect();
+        let mut it = MergingIter::new(BytewiseComparator, children);
+        let probes: Vec<Vec<u8>> = (0..1210)
+            .step_by(7)
             .map(|i| format!("k{i:05}").into_bytes())
             .collect();
         check_against_model(&mut it, &model, &BytewiseComparator, &probes);
