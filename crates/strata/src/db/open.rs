@@ -104,7 +104,10 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         }
     }
 
-    let mem = Arc::new(MemTable::new(icmp.clone()));
+    let mem = Arc::new(MemTable::for_database(
+        icmp.clone(),
+        options.write_buffer_size,
+    ));
     let view = ReadView {
         mem: mem.clone(),
         imm: None,

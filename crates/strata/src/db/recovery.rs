@@ -59,7 +59,10 @@ impl<'s> Recovery<'s> {
     fn flush_memtable(&mut self, inner: &DbInner) -> Result<()> {
         let mem = std::mem::replace(
             &mut self.state.mem,
-            Arc::new(MemTable::new(inner.icmp.clone())),
+            Arc::new(MemTable::for_database(
+                inner.icmp.clone(),
+                inner.options.write_buffer_size,
+            )),
         );
         write_level0_table(inner, self.state, &mem, &mut self.edit)
     }

@@ -399,7 +399,13 @@ fn switch_memtable(inner: &Arc<DbInner>, state: &mut DbState) -> Result<()> {
     inner.seal_active_blob_file();
     drop(log);
     state.log_number = number;
-    let full = std::mem::replace(&mut state.mem, Arc::new(MemTable::new(inner.icmp.clone())));
+    let full = std::mem::replace(
+        &mut state.mem,
+        Arc::new(MemTable::for_database(
+            inner.icmp.clone(),
+            inner.options.write_buffer_size,
+        )),
+    );
     state.imm = Some(full);
     inner.publish_view(state);
     background::maybe_schedule(inner, state);

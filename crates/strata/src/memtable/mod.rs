@@ -7,6 +7,7 @@
 //! skiplist's writer mutex); reads and iterators take no lock.
 
 mod arena;
+mod key_filter;
 mod skiplist;
 mod sync;
 
@@ -23,6 +24,7 @@ use crate::iter::InternalIterator;
 use crate::key::{
     append_internal_key, pack_tag, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind,
 };
+use key_filter::KeyFilter;
 use skiplist::{Cursor, ListOwner, SkipList};
 
 /// What a memtable knows about a user key at a snapshot.
@@ -47,15 +49,36 @@ pub(crate) struct MemTable {
     /// The blob files the pointers added name, each once. Only batches holding pointers (of
     /// large values) take this lock, never a read.
     blob_files: Mutex<Vec<u64>>,
+    /// The user keys added, for point lookups to skip the skiplist when a key is not here.
+    /// `None` for a non-bytewise comparator, and where no lookups are made (repair).
+    key_filter: Option<KeyFilter>,
 }
 
 impl MemTable {
+    /// A memtable without a key filter: every lookup searches the skiplist.
     pub(crate) fn new(comparator: InternalKeyComparator) -> Self {
         MemTable {
             list: SkipList::new(comparator.clone()),
             comparator,
             holds_blob_pointers: AtomicBool::new(false),
             blob_files: Mutex::new(Vec::new()),
+            key_filter: None,
+        }
+    }
+
+    /// A memtable of about `write_buffer_size` bytes for a database's reads and writes: with a
+    /// key filter when the comparator is bytewise (see [`KeyFilter`]).
+    pub(crate) fn for_database(
+        comparator: InternalKeyComparator,
+        write_buffer_size: usize,
+    ) -> Self {
+        let key_filter = comparator
+            .user_comparator()
+            .is_bytewise()
+            .then(|| KeyFilter::for_write_buffer(write_buffer_size));
+        MemTable {
+            key_filter,
+            ..MemTable::new(comparator)
         }
     }
 
@@ -66,6 +89,9 @@ impl MemTable {
             self.holds_blob_pointers.store(true, Ordering::Relaxed);
             self.note_blob_file(value);
         }
+        if let Some(filter) = &self.key_filter {
+            filter.insert(user_key);
+        }
         self.list.insert(user_key, pack_tag(seqno, kind), value);
     }
 
@@ -75,6 +101,11 @@ impl MemTable {
             self.holds_blob_pointers.store(true, Ordering::Relaxed);
             for op in batch.iter().filter(|op| op.kind == ValueKind::BlobPointer) {
                 self.note_blob_file(op.value);
+            }
+        }
+        if let Some(filter) = &self.key_filter {
+            for op in batch.iter() {
+                filter.insert(op.key);
             }
         }
         let entries = (batch.seqno()..)
@@ -109,6 +140,13 @@ impl MemTable {
 
     /// The newest entry for `user_key` with seqno `<= snapshot`, if the memtable has one.
     pub(crate) fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemLookup<'_>> {
+        if self
+            .key_filter
+            .as_ref()
+            .is_some_and(|f| !f.may_contain(user_key))
+        {
+            return None;
+        }
         // The seek key lives on the stack for ordinary key sizes.
         const STACK_KEY_BYTES: usize = 128;
         let mut stack = [0u8; STACK_KEY_BYTES];
@@ -236,6 +274,63 @@ mod tests {
         assert_eq!(m.get(b"k1", 100), None);
         assert_eq!(m.get(b"k2", 100), Some(MemLookup::Value(b"other")));
         assert_eq!(m.len(), 4);
+    }
+
+    /// With a key filter a memtable answers every lookup as one without: present, deleted,
+    /// absent and between keys, through single adds and batches, and a small filter (a 1 KiB
+    /// write buffer: 64 words for 3,000 keys) that answers "maybe" for most keys. A custom
+    /// comparator gets no filter: it may call different bytes equal.
+    #[test]
+    fn key_filter_changes_no_answer() {
+        let icmp = InternalKeyComparator::new(bytewise());
+        for buffer in [4 << 20, 1 << 10] {
+            let with = MemTable::for_database(icmp.clone(), buffer);
+            assert!(with.key_filter.is_some());
+            let without = MemTable::new(icmp.clone());
+            let mut batch = crate::batch::WriteBatch::new();
+            for i in 0..3000u64 {
+                let k = format!("key{:06}", i * 7 % 3001);
+                match i % 5 {
+                    0 => batch.delete(k.as_bytes()),
+                    _ => batch.put(k.as_bytes(), format!("v{i}").as_bytes()),
+                }
+                if i % 3 == 0 {
+                    with.add(10_000 + i, ValueKind::Value, k.as_bytes(), b"single");
+                    without.add(10_000 + i, ValueKind::Value, k.as_bytes(), b"single");
+                }
+            }
+            batch.set_seqno(1);
+            with.add_batch(&batch);
+            without.add_batch(&batch);
+            for i in 0..7000u64 {
+                for probe in [format!("key{i:06}"), format!("key{i:06}x"), format!("k{i}")] {
+                    for snapshot in [0, 1500, 3000, 20_000] {
+                        assert_eq!(
+                            with.get(probe.as_bytes(), snapshot),
+                            without.get(probe.as_bytes(), snapshot),
+                            "{probe} at {snapshot}"
+                        );
+                    }
+                }
+            }
+        }
+        #[derive(Debug)]
+        struct CaseFolding;
+        impl crate::Comparator for CaseFolding {
+            fn name(&self) -> &str {
+                "test.CaseFolding"
+            }
+            fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+                a.to_ascii_lowercase().cmp(&b.to_ascii_lowercase())
+            }
+            fn find_shortest_separator(&self, _: &mut Vec<u8>, _: &[u8]) {}
+            fn find_short_successor(&self, _: &mut Vec<u8>) {}
+        }
+        let folding =
+            MemTable::for_database(InternalKeyComparator::new(Arc::new(CaseFolding)), 4 << 20);
+        assert!(folding.key_filter.is_none());
+        folding.add(1, ValueKind::Value, b"Key", b"v");
+        assert_eq!(folding.get(b"KEY", 1), Some(MemLookup::Value(b"v")));
     }
 
     #[test]
