@@ -103,14 +103,15 @@ impl MemTable {
                 self.note_blob_file(op.value);
             }
         }
-        if let Some(filter) = &self.key_filter {
-            for op in batch.iter() {
+        // Each key goes into the filter as the skiplist takes its entry, before the entry is
+        // inserted (see `KeyFilter` for why that order is enough).
+        let filter = self.key_filter.as_ref();
+        let entries = (batch.seqno()..).zip(batch.iter()).map(|(seqno, op)| {
+            if let Some(filter) = filter {
                 filter.insert(op.key);
             }
-        }
-        let entries = (batch.seqno()..)
-            .zip(batch.iter())
-            .map(|(seqno, op)| (op.key, pack_tag(seqno, op.kind), op.value));
+            (op.key, pack_tag(seqno, op.kind), op.value)
+        });
         self.list.insert_all(entries);
     }
 
