@@ -48,14 +48,14 @@ pub fn manifest(data: &[u8]) {
     write_file(&env, Path::new("/db/CURRENT"), b"MANIFEST-000002\n", false).unwrap();
     let options = Options::default().with_env(Arc::new(env));
     if let Ok(db) = Db::open_read_only("/db", options) {
-        if let Ok(scan) = db.scan(&ReadOptions::default()) {
+        if let Ok(scan) = db.scan() {
             for item in scan {
                 if item.is_err() {
                     break;
                 }
             }
         }
-        let _ = db.get(&ReadOptions::default(), b"key");
+        let _ = db.get(b"key");
     }
 }
 
@@ -83,8 +83,7 @@ fn base() -> &'static Base {
                 format!("k{i:04}"),
                 format!("value {i} {}", "x".repeat((i % 30) as usize)),
             );
-            db.put(&WriteOptions::default(), k.as_bytes(), v.as_bytes())
-                .unwrap();
+            db.put(k.as_bytes(), v.as_bytes()).unwrap();
             model.insert(k.into_bytes(), v.into_bytes());
             if i == 150 {
                 db.compact_range(None, None).unwrap();
@@ -130,13 +129,13 @@ pub fn open_db(data: &[u8]) {
     };
     let log_damaged = name.ends_with(".log");
     for (k, v) in &base.model {
-        match db.get(&ReadOptions::default(), k) {
+        match db.get(k) {
             Ok(Some(got)) => assert_eq!(&got, v, "a wrong value for {k:?} after damage to {name}"),
             Ok(None) => assert!(log_damaged, "{k:?} silently missing after damage to {name}"),
             Err(_) => {}
         }
     }
-    if let Ok(scan) = db.scan(&ReadOptions::default()) {
+    if let Ok(scan) = db.scan() {
         for item in scan {
             match item {
                 Ok((k, v)) => assert_eq!(base.model.get(&k), Some(&v), "a wrong entry in a scan"),
@@ -321,7 +320,7 @@ impl Harness {
                 None => wb.delete(k),
             }
         }
-        match self.db().write(&WriteOptions { sync }, wb) {
+        match self.db().write_opt(wb, &WriteOptions { sync }) {
             Ok(()) => {
                 assert!(
                     !self.write_failed,
@@ -348,23 +347,20 @@ impl Harness {
 
     /// Reads must be right whatever happened to writes: the model, or the snapshot's model.
     fn check_get(&self, key: &[u8]) {
-        let got = self
-            .db()
-            .get(&ReadOptions::default(), key)
-            .expect("reads do not fail");
+        let got = self.db().get(key).expect("reads do not fail");
         assert_eq!(got.as_ref(), self.model.get(key), "get({key:?})");
         if let Some((snapshot, model)) = &self.snapshot {
             let at = ReadOptions {
                 snapshot: Some(snapshot),
                 ..ReadOptions::default()
             };
-            let got = self.db().get(&at, key).expect("reads do not fail");
+            let got = self.db().get_opt(key, &at).expect("reads do not fail");
             assert_eq!(got.as_ref(), model.get(key), "get({key:?}) at a snapshot");
         }
     }
 
     fn scan(db: &Db, options: &ReadOptions<'_>) -> Model {
-        db.scan(options)
+        db.scan_opt(options)
             .expect("a scan starts")
             .map(|item| item.expect("a scan does not fail"))
             .collect()
@@ -389,10 +385,7 @@ impl Harness {
 
     /// Seeks to `key` and steps back: the entry before it, as the model has it.
     fn check_seek_prev(&self, key: &[u8]) {
-        let mut it = self
-            .db()
-            .iter(&ReadOptions::default())
-            .expect("an iterator opens");
+        let mut it = self.db().iter().expect("an iterator opens");
         it.seek(key);
         let at = self.model.range(key.to_vec()..).next();
         assert_eq!(

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use strata::{Db, Options, ReadOptions, WriteOptions};
+use strata::{Db, Options};
 use strata_testkit::{copy_fixture, expected_tsv, project_fixtures, shared_fixtures};
 
 /// Runs `strata` with `args` (and `stdin`, if any).
@@ -102,16 +102,11 @@ fn database(n: usize) -> tempfile::TempDir {
     let db = Db::open(dir.path(), options).unwrap();
     for i in 0..n {
         let key = format!("key{i:05}");
-        db.put(
-            &WriteOptions::default(),
-            key.as_bytes(),
-            format!("value-{i}").as_bytes(),
-        )
-        .unwrap();
+        db.put(key.as_bytes(), format!("value-{i}").as_bytes())
+            .unwrap();
     }
     db.compact_range(None, None).unwrap();
-    db.put(&WriteOptions::default(), b"zz-in-the-log", b"1")
-        .unwrap();
+    db.put(b"zz-in-the-log", b"1").unwrap();
     dir
 }
 
@@ -191,11 +186,7 @@ fn load_then_export_round_trips_binary_data_through_hex() {
         String::from_utf8_lossy(&out.stderr)
     );
     let reopened = Db::open_read_only(&copy, Options::default()).unwrap();
-    let read: BTreeMap<Vec<u8>, Vec<u8>> = reopened
-        .scan(&ReadOptions::default())
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let read: BTreeMap<Vec<u8>, Vec<u8>> = reopened.scan().unwrap().map(Result::unwrap).collect();
     assert_eq!(read, entries);
 
     // Text mode refuses what it cannot print as a line, and says to use --hex.
@@ -967,16 +958,10 @@ fn the_tool_understands_blob_files() {
     };
     let db = strata::Db::open(dir.path(), options).unwrap();
     for i in 0..5u8 {
-        db.put(
-            &strata::WriteOptions::default(),
-            &[b'k', b'0' + i],
-            &vec![b'x'; 3000],
-        )
-        .unwrap();
+        db.put([b'k', b'0' + i], vec![b'x'; 3000]).unwrap();
     }
     db.compact_range(None, None).unwrap();
-    db.put(&strata::WriteOptions::default(), b"late", &vec![b'y'; 5000])
-        .unwrap();
+    db.put(b"late", vec![b'y'; 5000]).unwrap();
     drop(db);
     ok(&["check", p(dir.path())]);
     let text = ok(&["stats", p(dir.path())]);

@@ -76,22 +76,22 @@ fn keys_of(writer: usize, n: u64) -> Vec<Vec<u8>> {
 /// Performs write `n` of `writer`.
 fn write(db: &Db, writer: usize, n: u64) -> strata::Result<()> {
     match writer {
-        0 => db.put(
-            &WriteOptions { sync: true },
+        0 => db.put_opt(
             &keys_of(0, n)[0],
-            &value(n, 16),
+            value(n, 16),
+            &WriteOptions { sync: true },
         ),
         1 => {
             let mut batch = WriteBatch::new();
             for key in keys_of(1, n) {
-                batch.put(&key, &value(n, 32));
+                batch.put(&key, value(n, 32));
             }
-            db.write(&WriteOptions::default(), batch)
+            db.write(batch)
         }
         _ => {
             let len = if n.is_multiple_of(50) { 20 << 10 } else { 64 };
             let sync = n.is_multiple_of(10);
-            db.put(&WriteOptions { sync }, &keys_of(2, n)[0], &value(n, len))
+            db.put_opt(&keys_of(2, n)[0], value(n, len), &WriteOptions { sync })
         }
     }
 }
@@ -145,7 +145,7 @@ fn child(dir: &Path, seed: u64, starts: &[u64]) -> ExitCode {
                 let slot = (x >> 8) % SLOTS;
                 let floor = acked[writer].load(Ordering::SeqCst);
                 let key = &keys_of(writer, slot)[0];
-                match db.get(&ReadOptions::default(), key) {
+                match db.get(key) {
                     Ok(Some(v)) => {
                         let n = parse_value(&v).unwrap_or_else(|| violation("a bad value".into()));
                         let last = &mut seen[writer * SLOTS as usize + slot as usize];
@@ -177,7 +177,7 @@ fn child(dir: &Path, seed: u64, starts: &[u64]) -> ExitCode {
             let mut previous: Option<Vec<u8>> = None;
             let mut pair: Option<(Vec<u8>, u64)> = None;
             let scan = db
-                .scan(&ReadOptions::default())
+                .scan()
                 .unwrap_or_else(|e| violation(format!("scan: {e}")));
             for item in scan {
                 let (k, v) = item.unwrap_or_else(|e| violation(format!("scan: {e}")));
@@ -211,12 +211,12 @@ fn child(dir: &Path, seed: u64, starts: &[u64]) -> ExitCode {
             let keys: Vec<Vec<u8>> = (0..20).map(|s| keys_of(2, s * 7)[0].clone()).collect();
             let first: Vec<_> = keys
                 .iter()
-                .map(|k| db.get(&read, k).ok().flatten())
+                .map(|k| db.get_opt(k, &read).ok().flatten())
                 .collect();
             thread::sleep(Duration::from_millis(5));
             let second: Vec<_> = keys
                 .iter()
-                .map(|k| db.get(&read, k).ok().flatten())
+                .map(|k| db.get_opt(k, &read).ok().flatten())
                 .collect();
             if first != second {
                 violation("a read through a snapshot changed".into());
@@ -240,7 +240,7 @@ fn check_writer(db: &Db, writer: usize, acked: u64) -> Result<u64, String> {
         let mut found = None;
         for key in keys_of(writer, slot) {
             let got = db
-                .get(&ReadOptions::default(), &key)
+                .get(&key)
                 .map_err(|e| format!("get {key:?}: {e}"))?
                 .map(|v| parse_value(&v).ok_or(format!("bad value under {key:?}")))
                 .transpose()?;
@@ -408,7 +408,7 @@ fn readall(dir: &Path) -> ExitCode {
     let result = (|| -> strata::Result<u64> {
         let db = Db::open(dir, Options::default())?;
         let mut entries = Vec::new();
-        for item in db.scan(&ReadOptions::default())? {
+        for item in db.scan()? {
             entries.push(item?);
         }
         // Then every key twice, in a random order: lookups all over the tables, which would
@@ -422,7 +422,7 @@ fn readall(dir: &Path) -> ExitCode {
         for _ in 0..2 {
             for &i in &order {
                 let (k, v) = &entries[i];
-                if db.get(&ReadOptions::default(), k)?.as_deref() != Some(&v[..]) {
+                if db.get(k)?.as_deref() != Some(&v[..]) {
                     return Err(strata::Error::corruption(dir, 0, "get disagrees with scan"));
                 }
             }

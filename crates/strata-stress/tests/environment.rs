@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use strata::{Db, Error, Options, ReadOptions, WriteOptions};
+use strata::{Db, Error, Options};
 
 fn create() -> Options {
     Options {
@@ -72,11 +72,7 @@ fn a_full_disk_fails_writes_keeps_reads_and_loses_nothing_acknowledged() {
     let db = Db::open(fs.path(), create()).unwrap();
     let mut acked = 0u32;
     let err = loop {
-        match db.put(
-            &WriteOptions::default(),
-            format!("k{acked:06}").as_bytes(),
-            &value(acked),
-        ) {
+        match db.put(format!("k{acked:06}").as_bytes(), value(acked)) {
             Ok(()) => acked += 1,
             Err(e) => break e,
         }
@@ -92,28 +88,21 @@ fn a_full_disk_fails_writes_keeps_reads_and_loses_nothing_acknowledged() {
         "names no path: {text}"
     );
     // No more writes on this handle; reads go on.
-    assert!(db.put(&WriteOptions::default(), b"after", b"x").is_err());
-    assert_eq!(
-        db.get(&ReadOptions::default(), b"k000000")
-            .unwrap()
-            .as_deref(),
-        Some(&value(0)[..])
-    );
+    assert!(db.put(b"after", b"x").is_err());
+    assert_eq!(db.get(b"k000000").unwrap().as_deref(), Some(&value(0)[..]));
     drop(db);
     // With room again, every acknowledged write is there.
     fs.remount("size=16m");
     let db = Db::open(fs.path(), create()).unwrap();
     for i in 0..acked {
-        let got = db
-            .get(&ReadOptions::default(), format!("k{i:06}").as_bytes())
-            .unwrap();
+        let got = db.get(format!("k{i:06}").as_bytes()).unwrap();
         assert_eq!(
             got.as_deref(),
             Some(&value(i)[..]),
             "write {i} of {acked} lost"
         );
     }
-    db.put(&WriteOptions::default(), b"after", b"x").unwrap();
+    db.put(b"after", b"x").unwrap();
 }
 
 #[test]
@@ -121,12 +110,7 @@ fn a_read_only_file_system_refuses_writers_and_serves_readers() {
     let Some(fs) = Tmpfs::mount("4m") else { return };
     let db = Db::open(fs.path(), create()).unwrap();
     for i in 0..100 {
-        db.put(
-            &WriteOptions::default(),
-            format!("k{i:03}").as_bytes(),
-            &value(i),
-        )
-        .unwrap();
+        db.put(format!("k{i:03}").as_bytes(), value(i)).unwrap();
     }
     drop(db);
     fs.remount("ro");
@@ -135,7 +119,7 @@ fn a_read_only_file_system_refuses_writers_and_serves_readers() {
     assert!(text.contains("Read-only file system"), "{text}");
     assert!(text.contains(fs.path().to_str().unwrap()), "{text}");
     let reader = Db::open_read_only(fs.path(), Options::default()).unwrap();
-    assert_eq!(reader.scan(&ReadOptions::default()).unwrap().count(), 100);
+    assert_eq!(reader.scan().unwrap().count(), 100);
     drop(reader);
     fs.remount("rw");
 }
@@ -154,7 +138,7 @@ fn second_process(dir: &Path) -> std::process::Output {
 fn a_second_process_is_locked_out_even_after_an_unrelated_lock_handle_closes() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), create()).unwrap();
-    db.put(&WriteOptions::default(), b"k", b"v").unwrap();
+    db.put(b"k", b"v").unwrap();
     // Another handle to LOCK in this process, opened and closed: with POSIX record locks this
     // would drop the process's lock; strata's open-file-description locks survive it.
     drop(fs::File::open(dir.path().join("LOCK")).unwrap());
@@ -176,12 +160,7 @@ fn missing_or_empty_current_a_missing_table_and_stray_files() {
     let path = dir.path();
     let db = Db::open(path, create()).unwrap();
     for i in 0..2000u32 {
-        db.put(
-            &WriteOptions::default(),
-            format!("k{i:05}").as_bytes(),
-            &value(i),
-        )
-        .unwrap();
+        db.put(format!("k{i:05}").as_bytes(), value(i)).unwrap();
     }
     db.compact_range(None, None).unwrap();
     drop(db);
@@ -198,7 +177,7 @@ fn missing_or_empty_current_a_missing_table_and_stray_files() {
     fs::write(path.join("notes.txt"), "mine").unwrap();
     fs::write(path.join("000999.bak"), "mine too").unwrap();
     let db = Db::open(path, Options::default()).unwrap();
-    assert_eq!(db.scan(&ReadOptions::default()).unwrap().count(), 2000);
+    assert_eq!(db.scan().unwrap().count(), 2000);
     drop(db);
     assert!(path.join("notes.txt").exists() && path.join("000999.bak").exists());
 
@@ -240,7 +219,7 @@ fn missing_or_empty_current_a_missing_table_and_stray_files() {
     assert_eq!(files(path), before);
     fs::write(path.join(&table), saved).unwrap();
     let db = Db::open(path, Options::default()).unwrap();
-    assert_eq!(db.scan(&ReadOptions::default()).unwrap().count(), 2000);
+    assert_eq!(db.scan().unwrap().count(), 2000);
 }
 
 #[test]
@@ -258,12 +237,7 @@ fn a_low_open_file_limit_with_hundreds_of_tables_still_reads_everything() {
             x ^= x << 17;
             v.extend_from_slice(&x.to_le_bytes());
         }
-        db.put(
-            &WriteOptions::default(),
-            format!("k{keys:07}").as_bytes(),
-            &v,
-        )
-        .unwrap();
+        db.put(format!("k{keys:07}").as_bytes(), &v).unwrap();
         keys += 1;
     }
     db.compact_range(None, None).unwrap();

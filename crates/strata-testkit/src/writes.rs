@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use strata::{Db, ReadOptions, WriteBatch};
+use strata::{Db, WriteBatch};
 
 /// Keys per key family.
 pub const KEYS: u64 = 300;
@@ -86,10 +86,7 @@ pub fn fingerprints(n: u64, shape: Shape) -> Vec<u64> {
 pub fn recovered_prefix(db: &Db) -> Result<(u64, u64), String> {
     let mut hash = 0u64;
     let mut last = None;
-    for item in db
-        .scan(&ReadOptions::default())
-        .map_err(|e| e.to_string())?
-    {
+    for item in db.scan().map_err(|e| e.to_string())? {
         let (k, v) = item.map_err(|e| format!("scan: {e}"))?;
         hash ^= entry_hash(&k, &v);
         if k == b"last" {

@@ -88,8 +88,18 @@ impl WriteBatch {
         }
     }
 
-    /// Adds `key → value`.
-    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+    /// Adds `key → value`. Keys and values are any bytes (`&[u8]`, `&str`, `Vec<u8>`...).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let mut batch = strata::WriteBatch::new();
+    /// batch.put("k", "v");
+    /// batch.put(b"n", 1u64.to_be_bytes());
+    /// assert_eq!(batch.count(), 2);
+    /// ```
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        let (key, value) = (key.as_ref(), value.as_ref());
         self.rep
             .reserve(1 + 2 * crate::coding::MAX_VARINT32_LEN + key.len() + value.len());
         self.set_count(self.count() + 1);
@@ -116,7 +126,16 @@ impl WriteBatch {
     }
 
     /// Adds a deletion of `key`.
-    pub fn delete(&mut self, key: &[u8]) {
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let mut batch = strata::WriteBatch::new();
+    /// batch.delete("k");
+    /// assert_eq!(batch.count(), 1);
+    /// ```
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) {
+        let key = key.as_ref();
         self.set_count(self.count() + 1);
         self.rep.push(ValueKind::Deletion as u8);
         put_length_prefixed(&mut self.rep, key);
@@ -289,7 +308,7 @@ mod tests {
         ] {
             let mut b = WriteBatch::new();
             for i in 0..ops {
-                b.put(&[i], b"v");
+                b.put([i], b"v");
             }
             b.set_seqno(seqno);
             match WriteBatch::decode(b.encoded()) {
@@ -325,7 +344,7 @@ mod tests {
         b.put(b"", b"empty key");
         b.put(b"k", b"");
         b.delete(b"gone");
-        b.put(&[0xff; 300], &[7; 70_000]);
+        b.put([0xff; 300], [7; 70_000]);
         b.set_seqno(77);
         let d = WriteBatch::decode(b.encoded()).unwrap();
         assert_eq!(d, b);

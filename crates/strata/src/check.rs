@@ -140,11 +140,11 @@ impl fmt::Display for Damage {
 /// # Example
 ///
 /// ```
-/// use strata::{check, Db, Options, WriteOptions};
+/// use strata::{check, Db, Options};
 /// # let dir = tempfile::tempdir().unwrap();
 /// let options = Options { create_if_missing: true, ..Options::default() };
 /// let db = Db::open(dir.path(), options.clone())?;
-/// db.put(&WriteOptions::default(), b"k", b"v")?;
+/// db.put(b"k", b"v")?;
 /// drop(db);
 /// let report = check(dir.path(), &options)?;
 /// assert!(report.is_sound());

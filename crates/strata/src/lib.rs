@@ -46,22 +46,21 @@
 //! use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 //! # let dir = tempfile::tempdir().unwrap();
 //! let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
-//! db.put(&WriteOptions::default(), b"apple", b"red")?;
+//! db.put("apple", "red")?;
 //! let mut batch = WriteBatch::new();
-//! batch.put(b"banana", b"yellow");
-//! batch.put(b"cherry", b"dark red");
-//! db.write(&WriteOptions { sync: true }, batch)?;
+//! batch.put("banana", "yellow");
+//! batch.put("cherry", "dark red");
+//! db.write_opt(batch, &WriteOptions { sync: true })?; // atomic, and durable when it returns
 //!
 //! let snapshot = db.snapshot();
-//! db.delete(&WriteOptions::default(), b"apple")?;
-//! let now = ReadOptions::default();
+//! db.delete("apple")?;
 //! let then = ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() };
-//! assert_eq!(db.get(&now, b"apple")?, None);
-//! assert_eq!(db.get(&then, b"apple")?.as_deref(), Some(&b"red"[..]));
+//! assert_eq!(db.get("apple")?, None);
+//! assert_eq!(db.get_opt("apple", &then)?.as_deref(), Some(&b"red"[..]));
 //!
-//! let newest_first: Vec<Vec<u8>> =
-//!     db.scan(&then)?.rev().map(|item| item.map(|(k, _)| k)).collect::<Result<_, _>>()?;
-//! assert_eq!(newest_first, [b"cherry".to_vec(), b"banana".to_vec(), b"apple".to_vec()]);
+//! let newest_first: Vec<Vec<u8>> = db.scan_opt(&then)?.keys().rev().collect::<Result<_, _>>()?;
+//! assert_eq!(newest_first, [&b"cherry"[..], b"banana", b"apple"]);
+//! assert_eq!(db.range("b"..="c")?.count(), 1);
 //! # Ok::<(), strata::Error>(())
 //! ```
 
@@ -92,7 +91,8 @@ pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use check::{check, CheckReport};
 pub use comparator::{bytewise, BytewiseComparator, Comparator, KeyRange};
 pub use db::{
-    destroy, BlobFileInfo, Db, DbIterator, PinnedValue, RangeIter, MAX_KEY_SIZE, MAX_VALUE_SIZE,
+    destroy, BlobFileInfo, Db, DbIterator, IntoKeyRange, Keys, PinnedValue, RangeIter,
+    MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };
 pub use env::{CrashMode, Env, IoFaults, MemEnv, PosixEnv};
 pub use error::{Error, RecordError, Result};

@@ -57,17 +57,17 @@ pub struct RepairReport {
 /// # Example
 ///
 /// ```
-/// use strata::{repair, Db, Options, ReadOptions, WriteOptions};
+/// use strata::{repair, Db, Options};
 /// # let dir = tempfile::tempdir().unwrap();
 /// let options = Options { create_if_missing: true, ..Options::default() };
 /// let db = Db::open(dir.path(), options.clone())?;
-/// db.put(&WriteOptions::default(), b"k", b"v")?;
+/// db.put(b"k", b"v")?;
 /// drop(db);
 /// std::fs::remove_file(dir.path().join("CURRENT")).unwrap();
 /// let report = repair(dir.path(), &options)?;
 /// assert_eq!(report.logs_replayed, 1);
 /// let db = Db::open(dir.path(), options)?;
-/// assert_eq!(db.get(&ReadOptions::default(), b"k")?.as_deref(), Some(&b"v"[..]));
+/// assert_eq!(db.get(b"k")?.as_deref(), Some(&b"v"[..]));
 /// # Ok::<(), strata::Error>(())
 /// ```
 ///

@@ -19,15 +19,15 @@ use crate::key::SeqNo;
 /// # Example
 ///
 /// ```
-/// use strata::{Db, Options, ReadOptions, WriteOptions};
+/// use strata::{Db, Options, ReadOptions};
 /// # let dir = tempfile::tempdir().unwrap();
 /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
-/// db.put(&WriteOptions::default(), b"k", b"before")?;
+/// db.put(b"k", b"before")?;
 /// let snapshot = db.snapshot();
-/// db.put(&WriteOptions::default(), b"k", b"after")?;
+/// db.put(b"k", b"after")?;
 /// let at_snapshot = ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() };
-/// assert_eq!(db.get(&at_snapshot, b"k")?.as_deref(), Some(&b"before"[..]));
-/// assert_eq!(db.get(&ReadOptions::default(), b"k")?.as_deref(), Some(&b"after"[..]));
+/// assert_eq!(db.get_opt(b"k", &at_snapshot)?.as_deref(), Some(&b"before"[..]));
+/// assert_eq!(db.get(b"k")?.as_deref(), Some(&b"after"[..]));
 /// # Ok::<(), strata::Error>(())
 /// ```
 #[derive(Debug)]

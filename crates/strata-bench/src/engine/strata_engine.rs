@@ -66,7 +66,7 @@ impl Engine for StrataEngine {
             batch.put(k, v);
         }
         self.db
-            .write(&WriteOptions { sync }, batch)
+            .write_opt(batch, &WriteOptions { sync })
             .map_err(|e| e.to_string())
     }
 
@@ -76,13 +76,13 @@ impl Engine for StrataEngine {
             batch.delete(k);
         }
         self.db
-            .write(&WriteOptions { sync }, batch)
+            .write_opt(batch, &WriteOptions { sync })
             .map_err(|e| e.to_string())
     }
 
     fn get(&self, key: &[u8], value: &mut Vec<u8>) -> EngineResult<bool> {
         // Copied into the caller's buffer, as the other engines' values are: no allocation.
-        match self.db.get_pinned(&self.read_options(), key) {
+        match self.db.get_pinned_opt(key, &self.read_options()) {
             Ok(Some(v)) => {
                 value.clear();
                 value.extend_from_slice(&v);
@@ -101,7 +101,7 @@ impl Engine for StrataEngine {
     ) -> EngineResult<u64> {
         let mut it = self
             .db
-            .iter(&self.read_options())
+            .iter_opt(&self.read_options())
             .map_err(|e| e.to_string())?;
         if reverse {
             it.seek_to_last();
@@ -125,7 +125,7 @@ impl Engine for StrataEngine {
     fn seek(&self, key: &[u8], found: &mut Vec<u8>) -> EngineResult<bool> {
         let mut it = self
             .db
-            .iter(&self.read_options())
+            .iter_opt(&self.read_options())
             .map_err(|e| e.to_string())?;
         it.seek(key);
         if it.valid() {

@@ -19,7 +19,7 @@ pub fn get(db: &Path, key: &str, flags: &ReadFlags) -> Result<ExitCode, CliError
     let encoding = flags.encoding();
     let key = encoding.parse_arg("key", key)?;
     let handle = open_read_only(db, flags.options())?;
-    match handle.get(&ReadOptions::default(), &key)? {
+    match handle.get(&key)? {
         Some(value) => {
             // A lone value may span lines: only its bytes must be text.
             let text = encoding
@@ -141,7 +141,7 @@ pub fn scan(args: &ScanArgs) -> Result<ExitCode, CliError> {
     let limit = args.limit.unwrap_or(u64::MAX);
     let mut count = 0u64;
     if let Some(range) = selected_range(from, to, prefix) {
-        let iter = db.range(&ReadOptions::default(), range)?;
+        let iter = db.range(range)?;
         let mut iter: Box<dyn Iterator<Item = strata::Result<Entry>>> = if args.reverse {
             Box::new(iter.rev())
         } else {
@@ -246,7 +246,7 @@ fn write_every_entry(
         fill_cache: false,
         ..ReadOptions::default()
     };
-    for item in handle.scan(&read)? {
+    for item in handle.scan_opt(&read)? {
         let (key, value) = item?;
         write_entry(out, encoding, false, &key, Some(&value))?;
     }

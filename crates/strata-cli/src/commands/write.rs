@@ -26,7 +26,7 @@ pub fn put(db: &Path, key: &str, value: &str, flags: &WriteFlags) -> Result<Exit
     let key = encoding.parse_arg("key", key)?;
     let value = encoding.parse_arg("value", value)?;
     let handle = open_for_writing(db, flags.options())?;
-    handle.put(&write_options(flags), &key, &value)?;
+    handle.put_opt(&key, &value, &write_options(flags))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -34,7 +34,7 @@ pub fn put(db: &Path, key: &str, value: &str, flags: &WriteFlags) -> Result<Exit
 pub fn delete(db: &Path, key: &str, flags: &WriteFlags) -> Result<ExitCode, CliError> {
     let key = flags.encoding().parse_arg("key", key)?;
     let handle = open_for_writing(db, flags.options())?;
-    handle.delete(&write_options(flags), &key)?;
+    handle.delete_opt(&key, &write_options(flags))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -160,7 +160,7 @@ impl Loader<'_> {
         };
         let batch = std::mem::take(&mut self.batch);
         let entries = u64::from(batch.count());
-        match self.handle.write(&self.options, batch) {
+        match self.handle.write_opt(batch, &self.options) {
             Ok(()) => {
                 self.written += entries;
                 Ok(())
@@ -305,7 +305,7 @@ mod tests {
     use std::sync::Arc;
 
     use strata::env::{FaultEnv, FaultKind, FaultPlan};
-    use strata::{MemEnv, Options, ReadOptions};
+    use strata::{MemEnv, Options};
 
     use super::*;
     use crate::error::IO_ERROR;
@@ -334,7 +334,7 @@ mod tests {
 
     fn keys(handle: &Db) -> Vec<Vec<u8>> {
         handle
-            .scan(&ReadOptions::default())
+            .scan()
             .unwrap()
             .map(|entry| entry.unwrap().0)
             .collect()
@@ -348,7 +348,7 @@ mod tests {
         // What one small unsynced write costs in numbered calls: the load's first batch
         // gets that much, the second fails.
         let before = env.ops();
-        handle.put(&WriteOptions::default(), b"probe", b"").unwrap();
+        handle.put(b"probe", b"").unwrap();
         let per_write = env.ops() - before;
         env.set_plan(Some(FaultPlan {
             at: env.ops() + per_write,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::env::{read_file_to_vec, write_file, MemEnv};
-use crate::{Db, WriteOptions};
+use crate::Db;
 
 const DIR: &str = "/db";
 
@@ -27,14 +27,12 @@ fn build(env: &MemEnv) {
     for round in 0..2u32 {
         for i in 0..1000u32 {
             let key = format!("key{:06}", i * 2 + round);
-            db.put(&WriteOptions::default(), key.as_bytes(), &[b'v'; 100])
-                .unwrap();
+            db.put(key.as_bytes(), [b'v'; 100]).unwrap();
         }
         db.compact_range(None, None).unwrap();
     }
     for i in 0..100u32 {
-        db.put(&WriteOptions::default(), format!("log{i}").as_bytes(), b"x")
-            .unwrap();
+        db.put(format!("log{i}").as_bytes(), b"x").unwrap();
     }
 }
 

@@ -29,17 +29,17 @@ use crate::options::Options;
 /// # Example
 ///
 /// ```
-/// use strata::{Db, Options, WriteOptions};
+/// use strata::{Db, Options};
 /// # let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("scratch");
 /// let db = Db::open(&path, Options { create_if_missing: true, ..Options::default() })?;
-/// db.put(&WriteOptions::default(), b"k", b"v")?;
+/// db.put(b"k", b"v")?;
 /// assert!(strata::destroy(&path, &Options::default()).is_err()); // still open
 /// drop(db);
 /// strata::destroy(&path, &Options::default())?;
 /// assert!(!path.exists());
 /// strata::destroy(&path, &Options::default())?; // nothing left to destroy
-///
+/// ///
 /// // A directory that is not a database is refused, and keeps its files.
 /// std::fs::write(dir.path().join("000001.log"), b"not a log of mine")?;
 /// let refused = strata::destroy(dir.path(), &Options::default());

@@ -111,13 +111,13 @@ enum Direction {
 /// # Example
 ///
 /// ```
-/// use strata::{Db, Options, ReadOptions, WriteOptions};
+/// use strata::{Db, Options};
 /// # let dir = tempfile::tempdir().unwrap();
 /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
 /// for k in ["a", "b", "c"] {
-///     db.put(&WriteOptions::default(), k.as_bytes(), b"v")?;
+///     db.put(k.as_bytes(), b"v")?;
 /// }
-/// let mut it = db.iter(&ReadOptions::default())?;
+/// let mut it = db.iter()?;
 /// it.seek(b"b");
 /// let mut keys = Vec::new();
 /// while it.valid() {

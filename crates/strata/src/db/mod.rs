@@ -62,7 +62,7 @@ pub use destroy::destroy;
 pub use iter::DbIterator;
 pub(crate) use open::live_log_must_exist;
 pub use pinned::PinnedValue;
-pub use range_iter::RangeIter;
+pub use range_iter::{IntoKeyRange, Keys, RangeIter};
 use write::PendingWrite;
 
 /// What readers see: the memtables and the version, replaced whole.
@@ -186,11 +186,11 @@ pub(crate) struct DbInner {
 /// # Example
 ///
 /// ```
-/// use strata::{Db, Options, WriteOptions};
+/// use strata::{Db, Options};
 /// # let dir = tempfile::tempdir().unwrap();
 /// let options = Options { create_if_missing: true, blob_threshold: Some(1024), ..Options::default() };
 /// let db = Db::open(dir.path(), options)?;
-/// db.put(&WriteOptions::default(), b"k", &[7; 10_000])?;
+/// db.put(b"k", &[7; 10_000])?;
 /// let total: u64 = db.blob_files().iter().map(|f| f.value_bytes).sum();
 /// assert_eq!(total, 10_000);
 /// # Ok::<(), strata::Error>(())
@@ -217,16 +217,16 @@ pub struct BlobFileInfo {
 /// # Example
 ///
 /// ```
-/// use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+/// use strata::{Db, Options, WriteBatch, WriteOptions};
 /// # let dir = tempfile::tempdir().unwrap();
 /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
-/// db.put(&WriteOptions::default(), b"apple", b"red")?;
+/// db.put(b"apple", b"red")?;
 /// let mut batch = WriteBatch::new();
 /// batch.put(b"banana", b"yellow");
 /// batch.delete(b"apple");
-/// db.write(&WriteOptions { sync: true }, batch)?;
-/// assert_eq!(db.get(&ReadOptions::default(), b"apple")?, None);
-/// assert_eq!(db.get(&ReadOptions::default(), b"banana")?.as_deref(), Some(&b"yellow"[..]));
+/// db.write_opt(batch, &WriteOptions { sync: true })?;
+/// assert_eq!(db.get(b"apple")?, None);
+/// assert_eq!(db.get(b"banana")?.as_deref(), Some(&b"yellow"[..]));
 /// # Ok::<(), strata::Error>(())
 /// ```
 pub struct Db {
@@ -265,15 +265,15 @@ impl Db {
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// use strata::{Db, Options};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
-    /// db.put(&WriteOptions::default(), b"k", b"v")?;
+    /// db.put(b"k", b"v")?;
     /// drop(db);
     /// // Reopened, it holds what was written; a second handle at once is refused.
     /// let db = Db::open(dir.path(), Options::default())?;
     /// assert!(matches!(Db::open(dir.path(), Options::default()), Err(strata::Error::Locked { .. })));
-    /// assert_eq!(db.get(&ReadOptions::default(), b"k")?.as_deref(), Some(&b"v"[..]));
+    /// assert_eq!(db.get(b"k")?.as_deref(), Some(&b"v"[..]));
     /// // No database there, and none created: a typed error.
     /// let elsewhere = dir.path().join("elsewhere");
     /// let refused = Db::open(&elsewhere, Options::default());
@@ -299,60 +299,113 @@ impl Db {
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// use strata::{Db, Options};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
-    /// db.put(&WriteOptions::default(), b"k", b"v")?;
+    /// db.put(b"k", b"v")?;
     /// drop(db);
     /// let reader = Db::open_read_only(dir.path(), Options::default())?;
     /// let another = Db::open_read_only(dir.path(), Options::default())?;
-    /// assert_eq!(another.get(&ReadOptions::default(), b"k")?.as_deref(), Some(&b"v"[..]));
-    /// assert!(reader.put(&WriteOptions::default(), b"k", b"w").is_err());
+    /// assert_eq!(another.get(b"k")?.as_deref(), Some(&b"v"[..]));
+    /// assert!(reader.put(b"k", b"w").is_err());
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         open::open(path.as_ref(), options, true).map(|inner| Db { inner })
     }
 
-    /// Sets `key` to `value`.
+    /// Sets `key` to `value`, with the default [`WriteOptions`] (not synced: the write
+    /// survives a crash of the process, not of the machine). Keys and values are any bytes:
+    /// `&[u8]`, `&str`, `Vec<u8>`, `String`, `[u8; N]`...
+    ///
+    /// # Errors
+    /// As [`write`](Self::write).
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// use strata::{Db, Options};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
-    /// db.put(&WriteOptions::default(), b"apple", b"red")?;
-    /// db.put(&WriteOptions { sync: true }, b"apple", b"green")?; // durable when it returns
-    /// assert_eq!(db.get(&ReadOptions::default(), b"apple")?.as_deref(), Some(&b"green"[..]));
+    /// db.put("apple", "red")?;
+    /// db.put(b"pear", 7u32.to_be_bytes())?;
+    /// assert_eq!(db.get("apple")?.as_deref(), Some(&b"red"[..]));
     /// # Ok::<(), strata::Error>(())
     /// ```
-    pub fn put(&self, options: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut batch = WriteBatch::with_capacity(key.len() + value.len() + 11);
-        batch.put(key, value);
-        self.write(options, batch)
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.put_opt(key, value, &WriteOptions::default())
     }
 
-    /// Deletes `key` (not an error if it is absent).
+    /// [`put`](Self::put) with `options`: `WriteOptions { sync: true }` makes the write
+    /// durable (it survives a power loss) before this returns.
+    ///
+    /// # Errors
+    /// As [`write`](Self::write).
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// use strata::{Db, Options, WriteOptions};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
-    /// db.put(&WriteOptions::default(), b"apple", b"red")?;
-    /// db.delete(&WriteOptions::default(), b"apple")?;
-    /// db.delete(&WriteOptions::default(), b"never written")?;
-    /// assert_eq!(db.get(&ReadOptions::default(), b"apple")?, None);
+    /// db.put_opt("apple", "green", &WriteOptions { sync: true })?; // durable when it returns
+    /// assert_eq!(db.get("apple")?.as_deref(), Some(&b"green"[..]));
     /// # Ok::<(), strata::Error>(())
     /// ```
-    pub fn delete(&self, options: &WriteOptions, key: &[u8]) -> Result<()> {
+    pub fn put_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        let (key, value) = (key.as_ref(), value.as_ref());
+        let mut batch = WriteBatch::with_capacity(key.len() + value.len() + 11);
+        batch.put(key, value);
+        self.write_opt(batch, options)
+    }
+
+    /// Deletes `key` (not an error if it is absent), with the default [`WriteOptions`].
+    ///
+    /// # Errors
+    /// As [`write`](Self::write).
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("apple", "red")?;
+    /// db.delete("apple")?;
+    /// db.delete("never written")?;
+    /// assert_eq!(db.get("apple")?, None);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_opt(key, &WriteOptions::default())
+    }
+
+    /// [`delete`](Self::delete) with `options`.
+    ///
+    /// # Errors
+    /// As [`write`](Self::write).
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("apple", "red")?;
+    /// db.delete_opt("apple", &WriteOptions { sync: true })?;
+    /// assert_eq!(db.get("apple")?, None);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn delete_opt(&self, key: impl AsRef<[u8]>, options: &WriteOptions) -> Result<()> {
+        let key = key.as_ref();
         let mut batch = WriteBatch::with_capacity(key.len() + 6);
         batch.delete(key);
-        self.write(options, batch)
+        self.write_opt(batch, options)
     }
 
     /// Applies every operation of `batch`, atomically: after a crash, either all of it or none
-    /// of it is in the database.
+    /// of it is in the database. With the default [`WriteOptions`].
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a key or value over the size limits (nothing is applied);
@@ -361,40 +414,88 @@ impl Db {
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// use strata::{Db, Options, WriteBatch};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
-    /// db.put(&WriteOptions::default(), b"from", b"10")?;
+    /// db.put("from", "10")?;
     /// // Move a balance in one atomic step.
-    /// let mut batch = strata::WriteBatch::new();
-    /// batch.put(b"from", b"0");
-    /// batch.put(b"to", b"10");
-    /// db.write(&WriteOptions { sync: true }, batch)?;
-    /// assert_eq!(db.get(&ReadOptions::default(), b"to")?.as_deref(), Some(&b"10"[..]));
+    /// let mut batch = WriteBatch::new();
+    /// batch.put("from", "0");
+    /// batch.put("to", "10");
+    /// db.write(batch)?;
+    /// assert_eq!(db.get("to")?.as_deref(), Some(&b"10"[..]));
     /// # Ok::<(), strata::Error>(())
     /// ```
-    pub fn write(&self, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
-        write::write(&self.inner, options, batch)
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_opt(batch, &WriteOptions::default())
     }
 
-    /// The value of `key`, or `None` if it is absent.
+    /// [`write`](Self::write) with `options`.
     ///
     /// # Errors
-    /// [`Error::Corruption`] if a block it reads is damaged; [`Error::Io`] if reading fails;
-    /// [`Error::InvalidArgument`] for a snapshot of another database.
+    /// As [`write`](Self::write).
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// use strata::{Db, Options, WriteBatch, WriteOptions};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
-    /// db.put(&WriteOptions::default(), b"apple", b"red")?;
-    /// assert_eq!(db.get(&ReadOptions::default(), b"apple")?, Some(b"red".to_vec()));
-    /// assert_eq!(db.get(&ReadOptions::default(), b"pear")?, None);
+    /// let mut batch = WriteBatch::new();
+    /// batch.put("a", "1");
+    /// batch.delete("b");
+    /// db.write_opt(batch, &WriteOptions { sync: true })?; // durable when it returns
+    /// assert_eq!(db.get("a")?.as_deref(), Some(&b"1"[..]));
     /// # Ok::<(), strata::Error>(())
     /// ```
-    pub fn get(&self, options: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.get_pinned(options, key)?.map(PinnedValue::into_vec))
+    pub fn write_opt(&self, batch: WriteBatch, options: &WriteOptions) -> Result<()> {
+        write::write(&self.inner, options, batch)
+    }
+
+    /// The value of `key` now, or `None` if it is absent (a copy: see
+    /// [`get_pinned`](Self::get_pinned) for a read without one).
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] if a block it reads is damaged; [`Error::Io`] if reading fails.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("apple", "red")?;
+    /// assert_eq!(db.get("apple")?, Some(b"red".to_vec()));
+    /// assert_eq!(db.get(b"pear")?, None);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.get_opt(key, &ReadOptions::default())
+    }
+
+    /// [`get`](Self::get) with `options`: at a snapshot, or without checksums or caching.
+    ///
+    /// # Errors
+    /// As [`get`](Self::get); [`Error::InvalidArgument`] for a snapshot of another database.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("k", "before")?;
+    /// let snapshot = db.snapshot();
+    /// db.put("k", "after")?;
+    /// let at_snapshot = ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() };
+    /// assert_eq!(db.get_opt("k", &at_snapshot)?.as_deref(), Some(&b"before"[..]));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn get_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        options: &ReadOptions<'_>,
+    ) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .get_pinned_opt(key, options)?
+            .map(PinnedValue::into_vec))
     }
 
     /// The value of `key`, or `None` if it is absent, without copying a value found in a table
@@ -407,18 +508,42 @@ impl Db {
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// use strata::{Db, Options};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
-    /// db.put(&WriteOptions::default(), b"apple", b"red")?;
+    /// db.put("apple", "red")?;
     /// db.compact_range(None, None)?; // the value is now in a table
-    /// let value = db.get_pinned(&ReadOptions::default(), b"apple")?.unwrap();
+    /// let value = db.get_pinned("apple")?.unwrap();
     /// assert_eq!(&*value, b"red");
     /// assert!(value.is_pinned_in_block());
-    /// assert!(db.get_pinned(&ReadOptions::default(), b"pear")?.is_none());
+    /// assert!(db.get_pinned("pear")?.is_none());
     /// # Ok::<(), strata::Error>(())
     /// ```
-    pub fn get_pinned(&self, options: &ReadOptions<'_>, key: &[u8]) -> Result<Option<PinnedValue>> {
+    pub fn get_pinned(&self, key: impl AsRef<[u8]>) -> Result<Option<PinnedValue>> {
+        self.get_pinned_opt(key, &ReadOptions::default())
+    }
+
+    /// [`get_pinned`](Self::get_pinned) with `options`.
+    ///
+    /// # Errors
+    /// As [`get_opt`](Self::get_opt).
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("apple", "red")?;
+    /// let uncached = ReadOptions { fill_cache: false, ..ReadOptions::default() };
+    /// assert_eq!(db.get_pinned_opt("apple", &uncached)?.as_deref(), Some(&b"red"[..]));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn get_pinned_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        options: &ReadOptions<'_>,
+    ) -> Result<Option<PinnedValue>> {
+        let key = key.as_ref();
         let inner = &self.inner;
         let seqno = inner.read_seqno(options)?;
         let view = inner.view.load();
@@ -460,15 +585,15 @@ impl Db {
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// use strata::{Db, Options, ReadOptions};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
-    /// db.put(&WriteOptions::default(), b"k", b"before")?;
+    /// db.put(b"k", b"before")?;
     /// let snapshot = db.snapshot();
-    /// db.put(&WriteOptions::default(), b"k", b"after")?;
+    /// db.put(b"k", b"after")?;
     /// let at_snapshot = ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() };
-    /// assert_eq!(db.get(&at_snapshot, b"k")?.as_deref(), Some(&b"before"[..]));
-    /// assert_eq!(db.get(&ReadOptions::default(), b"k")?.as_deref(), Some(&b"after"[..]));
+    /// assert_eq!(db.get_opt(b"k", &at_snapshot)?.as_deref(), Some(&b"before"[..]));
+    /// assert_eq!(db.get(b"k")?.as_deref(), Some(&b"after"[..]));
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn snapshot(&self) -> Snapshot {
@@ -478,17 +603,22 @@ impl Db {
         self.inner.snapshots.acquire(seqno)
     }
 
-    /// A cursor over the database as of `options.snapshot` (or now). See [`DbIterator`].
+    /// A cursor over the database as it is now: seek, step both ways, and read keys and
+    /// values where they lie (no copy). See [`DbIterator`]; [`range`](Self::range) and
+    /// [`scan`](Self::scan) are the same as Rust iterators.
+    ///
+    /// # Errors
+    /// [`Error::Corruption`] or [`Error::Io`] if a table cannot be opened.
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// use strata::{Db, Options};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
     /// for k in ["a", "b", "c"] {
-    ///     db.put(&WriteOptions::default(), k.as_bytes(), b"v")?;
+    ///     db.put(k, "v")?;
     /// }
-    /// let mut it = db.iter(&ReadOptions::default())?;
+    /// let mut it = db.iter()?;
     /// it.seek_to_last();
     /// assert_eq!(it.key(), b"c");
     /// it.prev();
@@ -496,56 +626,128 @@ impl Db {
     /// it.status()?;
     /// # Ok::<(), strata::Error>(())
     /// ```
-    pub fn iter(&self, options: &ReadOptions<'_>) -> Result<DbIterator> {
+    pub fn iter(&self) -> Result<DbIterator> {
+        self.iter_opt(&ReadOptions::default())
+    }
+
+    /// [`iter`](Self::iter) with `options`: at `options.snapshot`, or without filling the
+    /// block cache (for a long scan that should not evict the hot blocks).
+    ///
+    /// # Errors
+    /// As [`iter`](Self::iter); [`Error::InvalidArgument`] for a snapshot of another database.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("a", "1")?;
+    /// let snapshot = db.snapshot();
+    /// db.put("b", "2")?;
+    /// let mut it = db.iter_opt(&ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() })?;
+    /// it.seek_to_first();
+    /// assert_eq!(it.key(), b"a");
+    /// it.next();
+    /// assert!(!it.valid()); // "b" came after the snapshot
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn iter_opt(&self, options: &ReadOptions<'_>) -> Result<DbIterator> {
         iter::new_iterator(&self.inner, options)
     }
 
-    /// The entries with keys in `range`, in key order; `.rev()` for descending order. Bounds
-    /// are anything that is `AsRef<[u8]>`: `db.range(&ro, b"a".as_slice()..b"m".as_slice())`,
-    /// or `Vec<u8>` bounds. For every entry, use [`scan`](Self::scan).
+    /// The entries with keys in `range`, in key order; `.rev()` for descending order. Any Rust
+    /// range of byte-like keys: `..`, `"a".."m"`, `b"c".as_slice()..`, `..=key_vec`, or a
+    /// `(Bound, Bound)` pair (see [`IntoKeyRange`]).
+    ///
+    /// Each item is a copy of the entry; [`RangeIter::next_borrowed`] reads without one, and
+    /// [`RangeIter::keys`] copies only the keys.
+    ///
+    /// # Errors
+    /// As [`iter`](Self::iter). An error met while scanning is the scan's last item.
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// use strata::{Db, Options};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
     /// for k in ["a", "b", "c", "d"] {
-    ///     db.put(&WriteOptions::default(), k.as_bytes(), b"v")?;
+    ///     db.put(k, "v")?;
     /// }
-    /// let keys = |r: strata::RangeIter| -> Result<Vec<Vec<u8>>, strata::Error> {
-    ///     r.map(|item| item.map(|(k, _)| k)).collect()
-    /// };
-    /// let ro = ReadOptions::default();
-    /// assert_eq!(keys(db.range(&ro, b"b".as_slice()..b"d".as_slice())?)?, [b"b", b"c"]);
-    /// assert_eq!(keys(db.range(&ro, b"c".as_slice()..)?)?, [b"c", b"d"]);
-    /// let descending: Vec<_> = db.range(&ro, ..=b"b".as_slice())?.rev().collect::<Result<_, _>>()?;
+    /// let keys = |r: strata::RangeIter| r.keys().collect::<Result<Vec<_>, _>>();
+    /// assert_eq!(keys(db.range("b".."d")?)?, [b"b", b"c"]);
+    /// assert_eq!(keys(db.range("c"..)?)?, [b"c", b"d"]);
+    /// assert_eq!(db.range(..)?.count(), 4);
+    /// let descending: Vec<_> = db.range(..="b")?.rev().collect::<Result<_, _>>()?;
     /// assert_eq!(descending[0].0, b"b");
     /// # Ok::<(), strata::Error>(())
     /// ```
-    pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
-        &self,
-        options: &ReadOptions<'_>,
-        range: R,
-    ) -> Result<RangeIter> {
-        let start = range.start_bound().map(|b| b.as_ref().to_vec());
-        let end = range.end_bound().map(|b| b.as_ref().to_vec());
-        RangeIter::new(&self.inner, options, start, end)
+    pub fn range(&self, range: impl IntoKeyRange) -> Result<RangeIter> {
+        self.range_opt(range, &ReadOptions::default())
     }
 
-    /// Every entry, in key order; `.rev()` for descending order.
+    /// [`range`](Self::range) with `options`.
+    ///
+    /// # Errors
+    /// As [`iter_opt`](Self::iter_opt).
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// use strata::{Db, Options, ReadOptions};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
-    /// db.put(&WriteOptions::default(), b"a", b"1")?;
-    /// db.put(&WriteOptions::default(), b"b", b"2")?;
-    /// let all: Vec<(Vec<u8>, Vec<u8>)> = db.scan(&ReadOptions::default())?.collect::<Result<_, _>>()?;
+    /// db.put("a", "1")?;
+    /// let snapshot = db.snapshot();
+    /// db.put("b", "2")?;
+    /// let at = ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() };
+    /// assert_eq!(db.range_opt("a"..="z", &at)?.count(), 1);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn range_opt(
+        &self,
+        range: impl IntoKeyRange,
+        options: &ReadOptions<'_>,
+    ) -> Result<RangeIter> {
+        let (start, end) = range.into_key_range();
+        RangeIter::new(&self.inner, options, start, end)
+    }
+
+    /// Every entry, in key order; `.rev()` for descending order. The same as `range(..)`.
+    ///
+    /// # Errors
+    /// As [`iter`](Self::iter).
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("a", "1")?;
+    /// db.put("b", "2")?;
+    /// let all: Vec<(Vec<u8>, Vec<u8>)> = db.scan()?.collect::<Result<_, _>>()?;
     /// assert_eq!(all, [(b"a".to_vec(), b"1".to_vec()), (b"b".to_vec(), b"2".to_vec())]);
     /// # Ok::<(), strata::Error>(())
     /// ```
-    pub fn scan(&self, options: &ReadOptions<'_>) -> Result<RangeIter> {
+    pub fn scan(&self) -> Result<RangeIter> {
+        self.scan_opt(&ReadOptions::default())
+    }
+
+    /// [`scan`](Self::scan) with `options`.
+    ///
+    /// # Errors
+    /// As [`iter_opt`](Self::iter_opt).
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("a", "1")?;
+    /// // A one-off export: leave the block cache to the hot keys.
+    /// let export = ReadOptions { fill_cache: false, ..ReadOptions::default() };
+    /// assert_eq!(db.scan_opt(&export)?.count(), 1);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn scan_opt(&self, options: &ReadOptions<'_>) -> Result<RangeIter> {
         use std::ops::Bound;
         RangeIter::new(&self.inner, options, Bound::Unbounded, Bound::Unbounded)
     }
@@ -559,20 +761,49 @@ impl Db {
     /// skipping the keys there that do not start with `prefix`; a comparator that names no
     /// range (the trait's default) costs a scan of every key in the database, since in an
     /// arbitrary order the keys sharing a byte prefix need not be next to each other.
+    ///
+    /// # Errors
+    /// As [`iter`](Self::iter).
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// use strata::{Db, Options};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
     /// for k in ["user:1", "user:2", "vendor:1"] {
-    ///     db.put(&WriteOptions::default(), k.as_bytes(), b"v")?;
+    ///     db.put(k, "v")?;
     /// }
-    /// assert_eq!(db.prefix(&ReadOptions::default(), b"user:")?.count(), 2);
+    /// assert_eq!(db.prefix("user:")?.count(), 2);
     /// # Ok::<(), strata::Error>(())
     /// ```
-    pub fn prefix(&self, options: &ReadOptions<'_>, prefix: &[u8]) -> Result<RangeIter> {
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<RangeIter> {
+        self.prefix_opt(prefix, &ReadOptions::default())
+    }
+
+    /// [`prefix`](Self::prefix) with `options`.
+    ///
+    /// # Errors
+    /// As [`iter_opt`](Self::iter_opt).
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, ReadOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("user:1", "v")?;
+    /// let snapshot = db.snapshot();
+    /// db.put("user:2", "v")?;
+    /// let at = ReadOptions { snapshot: Some(&snapshot), ..ReadOptions::default() };
+    /// assert_eq!(db.prefix_opt("user:", &at)?.count(), 1);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn prefix_opt(
+        &self,
+        prefix: impl AsRef<[u8]>,
+        options: &ReadOptions<'_>,
+    ) -> Result<RangeIter> {
         use std::ops::Bound;
+        let prefix = prefix.as_ref();
         let (start, end) = self
             .inner
             .icmp
@@ -588,11 +819,11 @@ impl Db {
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// use strata::{Db, Options};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
     /// for i in 0..1000u32 {
-    ///     db.put(&WriteOptions::default(), &i.to_be_bytes(), b"value")?;
+    ///     db.put(&i.to_be_bytes(), b"value")?;
     /// }
     /// db.compact_range(None, None)?; // everything, into one sorted level
     /// assert_eq!(db.property("leveldb.num-files-at-level0").as_deref(), Some("0"));
@@ -615,11 +846,11 @@ impl Db {
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, WriteOptions};
+    /// use strata::{Db, Options};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
     /// for i in 0..10_000u32 {
-    ///     db.put(&WriteOptions::default(), &i.to_be_bytes(), &[0; 100])?;
+    ///     db.put(&i.to_be_bytes(), &[0; 100])?;
     /// }
     /// db.wait_for_compactions()?;
     /// # Ok::<(), strata::Error>(())
@@ -644,7 +875,7 @@ impl Db {
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, WriteOptions};
+    /// use strata::{Db, Options};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let options = Options {
     ///     create_if_missing: true,
@@ -654,7 +885,7 @@ impl Db {
     /// let db = Db::open(dir.path(), options)?;
     /// for round in 0..2u8 {
     ///     for i in 0..10u8 {
-    ///         db.put(&WriteOptions::default(), &[i], &[round; 10_000])?;
+    ///         db.put(&[i], &[round; 10_000])?;
     ///     }
     ///     db.compact_range(None, None)?; // counts the overwritten values as garbage
     /// }
@@ -676,10 +907,10 @@ impl Db {
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// use strata::{Db, Options};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
-    /// db.put(&WriteOptions::default(), b"k", b"v")?;
+    /// db.put(b"k", b"v")?;
     /// db.compact_range(None, None)?;
     /// let files: usize = (0..7)
     ///     .map(|level| db.property(&format!("leveldb.num-files-at-level{level}")).unwrap())
@@ -701,7 +932,7 @@ impl Db {
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, WriteOptions};
+    /// use strata::{Db, Options};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let options = Options {
     ///     create_if_missing: true,
@@ -709,12 +940,12 @@ impl Db {
     ///     ..Options::default()
     /// };
     /// let db = Db::open(dir.path(), options)?;
-    /// db.put(&WriteOptions::default(), b"k", &[7; 10_000])?;
+    /// db.put(b"k", &[7; 10_000])?;
     /// let files = db.blob_files();
     /// assert_eq!(files.len(), 1);
     /// assert_eq!((files[0].value_bytes, files[0].garbage_bytes), (10_000, None));
-    ///
-    /// db.put(&WriteOptions::default(), b"k", b"small")?;
+    ///     ///
+    /// db.put(b"k", b"small")?;
     /// db.compact_range(None, None)?; // the flush counts the overwritten value as garbage
     /// let listed: Vec<_> = db.blob_files().into_iter().filter(|f| f.garbage_bytes.is_some()).collect();
     /// assert!(listed.iter().all(|f| f.garbage_bytes == Some(f.value_bytes)), "{listed:?}");
@@ -729,11 +960,11 @@ impl Db {
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// use strata::{Db, Options};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
     /// for i in 0..10_000u32 {
-    ///     db.put(&WriteOptions::default(), format!("{i:05}").as_bytes(), &[i as u8; 100])?;
+    ///     db.put(format!("{i:05}").as_bytes(), &[i as u8; 100])?;
     /// }
     /// db.compact_range(None, None)?;
     /// let sizes = db.approximate_sizes(&[(b"00000", b"05000"), (b"x", b"y")]);
@@ -748,7 +979,7 @@ impl Db {
     /// # Example
     ///
     /// ```
-    /// use strata::{Db, Options, ReadOptions, WriteOptions};
+    /// use strata::{Db, Options};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
     /// assert_eq!(db.path(), dir.path());

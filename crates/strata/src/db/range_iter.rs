@@ -2,13 +2,96 @@
 //! [`RangeIter`]: a key range (or a prefix) as a Rust iterator in either direction, on two
 //! cursors from one source, each end stopping at the other's last key.
 
-use std::ops::Bound;
+use std::ops::{Bound, Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};
 use std::sync::{Arc, Weak};
 
 use super::iter::{CursorSource, DbIterator};
 use super::DbInner;
+use crate::comparator::KeyRange;
 use crate::error::Result;
 use crate::options::ReadOptions;
+
+/// The bounds given to [`Db::range`](crate::Db::range): every form of Rust range (`..`,
+/// `a..b`, `a..=b`, `a..`, `..b`, `..=b`) and a `(Bound, Bound)` pair, over any byte-like key
+/// type (`&[u8]`, `&str`, `Vec<u8>`, `String`, `[u8; N]`, and references to them).
+///
+/// # Example
+///
+/// ```
+/// use std::ops::Bound;
+/// use strata::IntoKeyRange;
+///
+/// assert_eq!(("a".."c").into_key_range(), (Bound::Included(b"a".to_vec()), Bound::Excluded(b"c".to_vec())));
+/// assert_eq!((..).into_key_range(), (Bound::Unbounded, Bound::Unbounded));
+/// let (start, end) = (Bound::Excluded(vec![1u8]), Bound::Unbounded::<Vec<u8>>);
+/// assert_eq!((start, end).into_key_range().0, Bound::Excluded(vec![1]));
+/// ```
+pub trait IntoKeyRange {
+    /// The range's start and end, as owned bytes.
+    fn into_key_range(self) -> KeyRange;
+}
+
+fn owned<K: AsRef<[u8]>>(bound: Bound<&K>) -> Bound<Vec<u8>> {
+    bound.map(|k| k.as_ref().to_vec())
+}
+
+impl IntoKeyRange for RangeFull {
+    fn into_key_range(self) -> KeyRange {
+        (Bound::Unbounded, Bound::Unbounded)
+    }
+}
+
+impl<K: AsRef<[u8]>> IntoKeyRange for Range<K> {
+    fn into_key_range(self) -> KeyRange {
+        (
+            Bound::Included(self.start.as_ref().to_vec()),
+            Bound::Excluded(self.end.as_ref().to_vec()),
+        )
+    }
+}
+
+impl<K: AsRef<[u8]>> IntoKeyRange for RangeInclusive<K> {
+    fn into_key_range(self) -> KeyRange {
+        let (start, end) = (
+            owned(Bound::Included(self.start())),
+            owned(Bound::Included(self.end())),
+        );
+        (start, end)
+    }
+}
+
+impl<K: AsRef<[u8]>> IntoKeyRange for RangeFrom<K> {
+    fn into_key_range(self) -> KeyRange {
+        (
+            Bound::Included(self.start.as_ref().to_vec()),
+            Bound::Unbounded,
+        )
+    }
+}
+
+impl<K: AsRef<[u8]>> IntoKeyRange for RangeTo<K> {
+    fn into_key_range(self) -> KeyRange {
+        (
+            Bound::Unbounded,
+            Bound::Excluded(self.end.as_ref().to_vec()),
+        )
+    }
+}
+
+impl<K: AsRef<[u8]>> IntoKeyRange for RangeToInclusive<K> {
+    fn into_key_range(self) -> KeyRange {
+        (
+            Bound::Unbounded,
+            Bound::Included(self.end.as_ref().to_vec()),
+        )
+    }
+}
+
+impl<K: AsRef<[u8]>> IntoKeyRange for (Bound<K>, Bound<K>) {
+    fn into_key_range(self) -> KeyRange {
+        (owned(self.0.as_ref()), owned(self.1.as_ref()))
+    }
+}
 
 /// The entries of a key range, in key order, as a Rust iterator; `.rev()` walks it backward.
 /// Each item is a `(key, value)` pair or the error that ended the scan.
@@ -19,18 +102,15 @@ use crate::options::ReadOptions;
 /// # Example
 ///
 /// ```
-/// use strata::{Db, Options, ReadOptions, WriteOptions};
+/// use strata::{Db, Options};
 /// # let dir = tempfile::tempdir().unwrap();
 /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
 /// for k in ["apple", "apricot", "banana"] {
-///     db.put(&WriteOptions::default(), k.as_bytes(), b"fruit")?;
+///     db.put(k, "fruit")?;
 /// }
-/// let keys: Vec<Vec<u8>> = db
-///     .prefix(&ReadOptions::default(), b"ap")?
-///     .rev()
-///     .map(|item| item.map(|(k, _)| k))
-///     .collect::<Result<_, _>>()?;
-/// assert_eq!(keys, vec![b"apricot".to_vec(), b"apple".to_vec()]);
+/// let entries: Vec<(Vec<u8>, Vec<u8>)> = db.prefix("ap")?.rev().collect::<Result<_, _>>()?;
+/// assert_eq!(entries[0], (b"apricot".to_vec(), b"fruit".to_vec()));
+/// assert_eq!(entries[1].0, b"apple");
 /// # Ok::<(), strata::Error>(())
 /// ```
 pub struct RangeIter {
@@ -98,10 +178,11 @@ impl RangeIter {
         Ok(range)
     }
 
-    /// Returns the entry the front (`forward`) or back cursor stands on, or ends the range if
-    /// that cursor ran out, passed the range's far bound, or reached the other end's last key.
-    /// Entries outside the prefix are stepped over, in the same direction.
-    fn emit(&mut self, forward: bool) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+    /// Checks the entry the front (`forward`) or back cursor stands on: `Some(Ok(()))` if it
+    /// is the end's next entry, or ends the range if that cursor ran out, passed the range's
+    /// far bound, or reached the other end's last key. Entries outside the prefix are stepped
+    /// over, in the same direction.
+    fn settle(&mut self, forward: bool) -> Option<Result<()>> {
         loop {
             let (this, other) = if forward {
                 (&self.front, &self.back)
@@ -154,26 +235,134 @@ impl RangeIter {
                 }
                 continue;
             }
-            return match this.try_value() {
-                Ok(value) => Some(Ok((key.to_vec(), value.to_vec()))),
-                Err(e) => {
-                    self.done = true;
-                    Some(Err(e))
-                }
-            };
+            return Some(Ok(()));
         }
     }
 
-    fn finish_with(&mut self, cursor_status: Result<()>) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+    fn finish_with(&mut self, cursor_status: Result<()>) -> Option<Result<()>> {
         self.done = true;
         cursor_status.err().map(Err)
     }
+
+    /// The cursor of the front (`forward`) or back end. Requires that end to be positioned.
+    fn end_cursor(&self, forward: bool) -> &DbIterator {
+        let cursor = if forward { &self.front } else { &self.back };
+        cursor.as_ref().expect("the end was positioned")
+    }
+
+    /// The entry the end just settled on, borrowed from its cursor; an error reading its value
+    /// ends the range.
+    fn entry(&mut self, forward: bool) -> Option<Result<(&[u8], &[u8])>> {
+        if let Err(e) = self.end_cursor(forward).try_value() {
+            self.done = true;
+            return Some(Err(e));
+        }
+        let cursor = self.end_cursor(forward);
+        Some(Ok((
+            cursor.key(),
+            cursor.try_value().expect("read just above"),
+        )))
+    }
+
+    /// The next entry from the front, borrowed from the cursor: no copy of its key or value.
+    /// The borrow lasts until the range is advanced again. As [`Iterator::next`] otherwise.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("a", "12")?;
+    /// db.put("b", "345")?;
+    /// let (mut range, mut value_bytes) = (db.scan()?, 0);
+    /// while let Some(entry) = range.next_borrowed() {
+    ///     let (_key, value) = entry?;
+    ///     value_bytes += value.len();
+    /// }
+    /// assert_eq!(value_bytes, 5);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn next_borrowed(&mut self) -> Option<Result<(&[u8], &[u8])>> {
+        match self.advance(true)? {
+            Ok(()) => self.entry(true),
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// The next entry from the back, borrowed: [`next_borrowed`](Self::next_borrowed) in
+    /// descending order.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("a", "1")?;
+    /// db.put("b", "2")?;
+    /// let mut range = db.scan()?;
+    /// assert_eq!(range.next_back_borrowed().transpose()?, Some((&b"b"[..], &b"2"[..])));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn next_back_borrowed(&mut self) -> Option<Result<(&[u8], &[u8])>> {
+        match self.advance(false)? {
+            Ok(()) => self.entry(false),
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// The keys only, copied; values are never read (a value kept in a blob file is not
+    /// fetched). Double-ended, as the range is.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// for k in ["user:1", "user:2", "vendor:1"] {
+    ///     db.put(k, "v")?;
+    /// }
+    /// let users: Vec<Vec<u8>> = db.prefix("user:")?.keys().collect::<Result<_, _>>()?;
+    /// assert_eq!(users, [b"user:1", b"user:2"]);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn keys(self) -> Keys {
+        Keys(self)
+    }
 }
 
-impl Iterator for RangeIter {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
+/// The keys of a [`RangeIter`], copied, its values never read: made by [`RangeIter::keys`].
+#[derive(Debug)]
+pub struct Keys(RangeIter);
+
+impl Iterator for Keys {
+    type Item = Result<Vec<u8>>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        Some(
+            self.0
+                .advance(true)?
+                .map(|()| self.0.end_cursor(true).key().to_vec()),
+        )
+    }
+}
+
+impl DoubleEndedIterator for Keys {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        Some(
+            self.0
+                .advance(false)?
+                .map(|()| self.0.end_cursor(false).key().to_vec()),
+        )
+    }
+}
+
+impl RangeIter {
+    /// Moves the front end to its next entry (the range's first, the first time) and settles
+    /// on it.
+    fn advance_front(&mut self) -> Option<Result<()>> {
         if self.done {
             return None;
         }
@@ -204,12 +393,12 @@ impl Iterator for RangeIter {
                 self.front = Some(front);
             }
         };
-        self.emit(true)
+        self.settle(true)
     }
-}
 
-impl DoubleEndedIterator for RangeIter {
-    fn next_back(&mut self) -> Option<Self::Item> {
+    /// Moves the back end to its next entry (the range's last, the first time) and settles
+    /// on it.
+    fn advance_back(&mut self) -> Option<Result<()>> {
         if self.done {
             return None;
         }
@@ -246,6 +435,31 @@ impl DoubleEndedIterator for RangeIter {
                 self.back = Some(back);
             }
         };
-        self.emit(false)
+        self.settle(false)
+    }
+
+    fn advance(&mut self, forward: bool) -> Option<Result<()>> {
+        if forward {
+            self.advance_front()
+        } else {
+            self.advance_back()
+        }
+    }
+}
+
+impl Iterator for RangeIter {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(self.next_borrowed()?.map(|(k, v)| (k.to_vec(), v.to_vec())))
+    }
+}
+
+impl DoubleEndedIterator for RangeIter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        Some(
+            self.next_back_borrowed()?
+                .map(|(k, v)| (k.to_vec(), v.to_vec())),
+        )
     }
 }

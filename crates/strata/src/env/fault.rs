@@ -127,15 +127,15 @@ struct Shared {
 /// use std::path::Path;
 /// use std::sync::Arc;
 /// use strata::env::{FaultEnv, FaultKind, FaultPlan};
-/// use strata::{Db, MemEnv, Options, WriteOptions};
-///
+/// use strata::{Db, MemEnv, Options};
+/// ///
 /// let env = FaultEnv::new(MemEnv::new());
 /// let options = Options { create_if_missing: true, ..Options::default() }
 ///     .with_env(Arc::new(env.clone()));
 /// let db = Db::open("/db", options)?;
 /// // The disk fills up: the next append fails, and so does every call after it.
 /// env.set_plan(Some(FaultPlan { at: env.ops(), kind: FaultKind::NoSpace, persistent: true }));
-/// assert!(db.put(&WriteOptions::default(), b"k", b"v").is_err());
+/// assert!(db.put(b"k", b"v").is_err());
 /// assert!(env.violations().is_empty());
 /// # Ok::<(), strata::Error>(())
 /// ```

@@ -38,10 +38,7 @@ fn len_of(i: u32) -> usize {
 }
 
 fn scan(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    db.scan(&ReadOptions::default())
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect()
+    db.scan().unwrap().map(|r| r.unwrap()).collect()
 }
 
 fn files_of(env: &MemEnv, suffix: &str) -> Vec<String> {
@@ -57,18 +54,10 @@ fn files_of(env: &MemEnv, suffix: &str) -> Vec<String> {
 
 fn check_all(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
     for (k, v) in model {
-        assert_eq!(
-            db.get(&ReadOptions::default(), k).unwrap().as_ref(),
-            Some(v)
-        );
+        assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
     }
     assert!(scan(db) == *model, "a forward scan differs");
-    let backward: Vec<_> = db
-        .scan(&ReadOptions::default())
-        .unwrap()
-        .rev()
-        .map(|r| r.unwrap())
-        .collect();
+    let backward: Vec<_> = db.scan().unwrap().rev().map(|r| r.unwrap()).collect();
     assert!(
         backward.into_iter().rev().eq(model.clone()),
         "a backward scan differs"
@@ -82,17 +71,17 @@ fn large_values_read_back_through_every_path() {
     let mut model = BTreeMap::new();
     for i in 0..300u32 {
         let v = value(i, len_of(i));
-        db.put(&WriteOptions::default(), &key(i), &v).unwrap();
+        db.put(key(i), &v).unwrap();
         model.insert(key(i), v);
     }
     let mut batch = WriteBatch::new();
     for i in 300..310u32 {
-        batch.put(&key(i), &value(i, 5000));
+        batch.put(key(i), value(i, 5000));
         model.insert(key(i), value(i, 5000));
     }
-    batch.delete(&key(5));
+    batch.delete(key(5));
     model.remove(&key(5));
-    db.write(&WriteOptions::default(), batch).unwrap();
+    db.write(batch).unwrap();
     check_all(&db, &model);
     assert!(!files_of(&env, ".blob").is_empty());
 
@@ -101,7 +90,7 @@ fn large_values_read_back_through_every_path() {
     let before = model.clone();
     for i in (0..300u32).step_by(7) {
         let v = value(i + 1000, len_of(i + 1));
-        db.put(&WriteOptions::default(), &key(i), &v).unwrap();
+        db.put(key(i), &v).unwrap();
         model.insert(key(i), v);
     }
     let at = ReadOptions {
@@ -110,7 +99,7 @@ fn large_values_read_back_through_every_path() {
     };
     for (k, v) in &before {
         assert!(
-            db.get(&at, k).unwrap().as_ref() == Some(v),
+            db.get_opt(k, &at).unwrap().as_ref() == Some(v),
             "{k:?} at the snapshot"
         );
     }
@@ -121,7 +110,7 @@ fn large_values_read_back_through_every_path() {
     check_all(&db, &model);
     for (k, v) in &before {
         assert!(
-            db.get(&at, k).unwrap().as_ref() == Some(v),
+            db.get_opt(k, &at).unwrap().as_ref() == Some(v),
             "{k:?} at the snapshot"
         );
     }
@@ -153,8 +142,7 @@ fn large_values_read_back_through_every_path() {
 fn values_below_the_threshold_and_a_database_without_the_option_stay_leveldbs() {
     let env = MemEnv::new();
     let db = Db::open("/db", options(&env)).unwrap();
-    db.put(&WriteOptions::default(), b"small", &[7u8; THRESHOLD - 1])
-        .unwrap();
+    db.put(b"small", [7u8; THRESHOLD - 1]).unwrap();
     db.compact_range(None, None).unwrap();
     drop(db);
     assert!(files_of(&env, ".blob").is_empty());
@@ -170,8 +158,7 @@ fn values_below_the_threshold_and_a_database_without_the_option_stay_leveldbs() 
 fn a_database_with_blob_files_is_marked_for_leveldb_and_reopens_without_the_option() {
     let env = MemEnv::new();
     let db = Db::open("/db", options(&env)).unwrap();
-    db.put(&WriteOptions::default(), b"big", &value(1, 50_000))
-        .unwrap();
+    db.put(b"big", value(1, 50_000)).unwrap();
     db.compact_range(None, None).unwrap();
     drop(db);
     let manifest = files_of(&env, "")
@@ -187,16 +174,9 @@ fn a_database_with_blob_files_is_marked_for_leveldb_and_reopens_without_the_opti
         ..options(&env)
     };
     let db = Db::open("/db", plain).unwrap();
-    assert_eq!(
-        db.get(&ReadOptions::default(), b"big").unwrap(),
-        Some(value(1, 50_000))
-    );
-    db.put(&WriteOptions::default(), b"big2", &value(2, 50_000))
-        .unwrap();
-    assert_eq!(
-        db.get(&ReadOptions::default(), b"big2").unwrap(),
-        Some(value(2, 50_000))
-    );
+    assert_eq!(db.get(b"big").unwrap(), Some(value(1, 50_000)));
+    db.put(b"big2", value(2, 50_000)).unwrap();
+    assert_eq!(db.get(b"big2").unwrap(), Some(value(2, 50_000)));
 }
 
 #[test]
@@ -208,9 +188,9 @@ fn a_write_batch_holding_a_blob_pointer_is_refused() {
     rep.extend_from_slice(&1u32.to_le_bytes());
     rep.extend_from_slice(&[2, 1, b'k', 8, 9, 24, 5, 0, 0, 0, 0, 0]);
     let batch = WriteBatch::decode(&rep).unwrap();
-    let err = db.write(&WriteOptions::default(), batch).unwrap_err();
+    let err = db.write(batch).unwrap_err();
     assert!(err.to_string().contains("blob pointer"), "{err}");
-    assert_eq!(db.get(&ReadOptions::default(), b"k").unwrap(), None);
+    assert_eq!(db.get(b"k").unwrap(), None);
 }
 
 /// Writes `n` large values from `first`, synced or not.
@@ -218,7 +198,7 @@ fn put_large(db: &Db, first: u32, n: u32, sync: bool) -> Vec<(Vec<u8>, Vec<u8>)>
     (first..first + n)
         .map(|i| {
             let v = value(i, 20_000);
-            db.put(&WriteOptions { sync }, &key(i), &v).unwrap();
+            db.put_opt(key(i), &v, &WriteOptions { sync }).unwrap();
             (key(i), v)
         })
         .collect()
@@ -235,17 +215,11 @@ fn synced_large_values_survive_a_power_loss_and_unsynced_ones_a_kill() {
     drop(db);
     let after_loss = Db::open("/db", options(&power_loss)).unwrap();
     for (k, v) in &synced {
-        assert_eq!(
-            after_loss.get(&ReadOptions::default(), k).unwrap().as_ref(),
-            Some(v)
-        );
+        assert_eq!(after_loss.get(k).unwrap().as_ref(), Some(v));
     }
     let after_kill = Db::open("/db", options(&kill)).unwrap();
     for (k, v) in synced.iter().chain(&unsynced) {
-        assert_eq!(
-            after_kill.get(&ReadOptions::default(), k).unwrap().as_ref(),
-            Some(v)
-        );
+        assert_eq!(after_kill.get(k).unwrap().as_ref(), Some(v));
     }
 }
 
@@ -295,10 +269,7 @@ fn a_logged_pointer_whose_value_was_lost_ends_the_recovered_prefix() {
         drop(db);
         let db = Db::open("/db", options(&image)).unwrap();
         for (k, v) in expected.iter().chain(more.iter().map(|(k, v)| (k, v))) {
-            assert_eq!(
-                db.get(&ReadOptions::default(), k).unwrap().as_ref(),
-                Some(v)
-            );
+            assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
         }
         // The recovered blob file is listed up to its last good record: `check` finds the
         // database sound, and rewriting the file (all its values overwritten) stops before
@@ -312,7 +283,7 @@ fn a_logged_pointer_whose_value_was_lost_ends_the_recovered_prefix() {
         );
         let db = Db::open("/db", options(&image)).unwrap();
         for k in expected.keys() {
-            db.put(&WriteOptions::default(), k, b"small now").unwrap();
+            db.put(k, b"small now").unwrap();
         }
         db.compact_range(None, None).unwrap();
         db.collect_blob_garbage().unwrap();
@@ -334,19 +305,16 @@ fn a_damaged_blob_value_is_a_corruption_error_naming_the_blob_file() {
     bytes[at] ^= 1;
     strata::env::write_file(&env, &path, &bytes, true).unwrap();
     let db = Db::open("/db", options(&env)).unwrap();
-    let err = db.get(&ReadOptions::default(), &key(2)).unwrap_err();
+    let err = db.get(key(2)).unwrap_err();
     assert!(err.is_corruption(), "{err}");
     assert!(err.to_string().contains(&blob), "{err}");
-    assert_eq!(
-        db.get(&ReadOptions::default(), &key(1)).unwrap(),
-        Some(value(1, 20_000))
-    );
+    assert_eq!(db.get(key(1)).unwrap(), Some(value(1, 20_000)));
     // A scan reports it too, after the good entries.
-    let items: Vec<_> = db.scan(&ReadOptions::default()).unwrap().collect();
+    let items: Vec<_> = db.scan().unwrap().collect();
     assert_eq!(items.len(), 3);
     assert!(items[2].as_ref().unwrap_err().is_corruption());
     // A cursor: value() is empty, try_value() and status() carry the error.
-    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    let mut it = db.iter().unwrap();
     it.seek(&key(2));
     assert!(it.try_value().unwrap_err().is_corruption());
     assert_eq!(it.value(), b"");
@@ -357,8 +325,7 @@ fn a_damaged_blob_value_is_a_corruption_error_naming_the_blob_file() {
 /// and the offset of that value.
 fn one_blob_value(env: &MemEnv) -> (String, u64) {
     let db = Db::open("/db", options(env)).unwrap();
-    db.put(&WriteOptions::default(), b"a", &value(0, 20_000))
-        .unwrap();
+    db.put(b"a", value(0, 20_000)).unwrap();
     db.compact_range(None, None).unwrap();
     drop(db);
     // The value of "a", the file's first record, starts after the file header, the record
@@ -418,13 +385,13 @@ fn a_blob_pointer_claiming_more_than_its_file_holds_is_corruption_naming_the_fil
         } => file == &Path::new("/db").join(&blob) && *at == offset,
         _ => false,
     };
-    let err = db.get(&unverified, b"b").unwrap_err();
+    let err = db.get_opt(b"b", &unverified).unwrap_err();
     assert!(names_the_blob(&err), "{err}");
-    let items: Vec<_> = db.scan(&unverified).unwrap().collect();
+    let items: Vec<_> = db.scan_opt(&unverified).unwrap().collect();
     assert_eq!(items.len(), 2);
     assert_eq!(items[0].as_ref().unwrap().1, value(0, 20_000));
     assert!(names_the_blob(items[1].as_ref().unwrap_err()));
-    let err = db.get(&ReadOptions::default(), b"b").unwrap_err();
+    let err = db.get(b"b").unwrap_err();
     assert!(names_the_blob(&err), "{err}");
 }
 
@@ -448,7 +415,7 @@ fn crafted_pointer_lengths_do_not_overflow_the_garbage_counts() {
     let db = Arc::new(Db::open("/db", options(&env)).unwrap());
     // Overwriting both makes the flush count their pointers as garbage of the blob file.
     for key in [b"b", b"c"] {
-        db.put(&WriteOptions::default(), key, b"small").unwrap();
+        db.put(key, b"small").unwrap();
     }
     let (done, flushed) = std::sync::mpsc::channel();
     let flushing = db.clone();
@@ -460,14 +427,8 @@ fn crafted_pointer_lengths_do_not_overflow_the_garbage_counts() {
     eventually("the all-garbage blob file to be rewritten", || {
         !listed_blob_files(&db).contains(&number)
     });
-    assert_eq!(
-        db.get(&ReadOptions::default(), b"a").unwrap(),
-        Some(value(0, 20_000))
-    );
-    assert_eq!(
-        db.get(&ReadOptions::default(), b"c").unwrap().as_deref(),
-        Some(&b"small"[..])
-    );
+    assert_eq!(db.get(b"a").unwrap(), Some(value(0, 20_000)));
+    assert_eq!(db.get(b"c").unwrap().as_deref(), Some(&b"small"[..]));
 }
 
 /// The blob files: (number, value bytes, garbage bytes or None if pending).
@@ -484,15 +445,12 @@ fn the_blob_file_property_is_the_typed_list_as_text() {
     let db = Db::open("/db", no_gc_options(&env)).unwrap();
     assert_eq!(db.property("strata.blob-files").as_deref(), Some(""));
     for i in 0..4 {
-        db.put(&WriteOptions::default(), &key(i), &value(i, 5000))
-            .unwrap();
+        db.put(key(i), value(i, 5000)).unwrap();
     }
     db.compact_range(None, None).unwrap();
-    db.put(&WriteOptions::default(), &key(0), &value(9, 5000))
-        .unwrap();
+    db.put(key(0), value(9, 5000)).unwrap();
     db.compact_range(None, None).unwrap();
-    db.put(&WriteOptions::default(), &key(1), &value(9, 7000))
-        .unwrap();
+    db.put(key(1), value(9, 7000)).unwrap();
     let files = db.blob_files();
     assert!(files.len() >= 3, "{files:?}");
     assert!(
@@ -545,14 +503,14 @@ fn a_flush_counts_each_value_its_entries_supersede_once() {
     // Overwrite 10 keys with small values, delete 5, and write key 15 twice in one memtable
     // (its first new value is superseded before it is ever flushed).
     for (k, _) in first.iter().take(10) {
-        db.put(&WriteOptions::default(), k, b"small now").unwrap();
+        db.put(k, b"small now").unwrap();
     }
     for (k, _) in first.iter().skip(10).take(5) {
-        db.delete(&WriteOptions::default(), k).unwrap();
+        db.delete(k).unwrap();
     }
     put_large(&db, 15, 1, false);
     let newest = value(99, 20_000);
-    db.put(&WriteOptions::default(), &key(15), &newest).unwrap();
+    db.put(key(15), &newest).unwrap();
     let second = blob_files(&db).iter().find(|f| f.2.is_none()).unwrap().0;
     // A flush alone counts it: nothing is compacted over the range first.
     db.compact_range(Some(b"nothing here"), Some(b"nothing here"))
@@ -565,10 +523,7 @@ fn a_flush_counts_each_value_its_entries_supersede_once() {
     db.compact_range(None, None).unwrap();
     assert_eq!(garbage_of(&db, file), 16 * 20_000);
     assert_eq!(garbage_of(&db, second), 20_000);
-    assert_eq!(
-        db.get(&ReadOptions::default(), &key(15)).unwrap(),
-        Some(newest)
-    );
+    assert_eq!(db.get(key(15)).unwrap(), Some(newest));
     // The counts survive a reopen (they are in the MANIFEST).
     drop(db);
     let db = Db::open("/db", no_gc_options(&env)).unwrap();
@@ -588,20 +543,14 @@ fn recovery_counts_superseded_values_once_across_the_tables_it_writes() {
     let filler = |db: &Db, round: u32| {
         for i in 0..400 {
             let k = format!("filler{round}-{i:04}");
-            db.put(&WriteOptions::default(), k.as_bytes(), &[b'f'; 300])
-                .unwrap();
+            db.put(k.as_bytes(), [b'f'; 300]).unwrap();
         }
     };
     for round in 0..3 {
-        db.put(
-            &WriteOptions::default(),
-            &key(0),
-            &value(100 + round, 20_000),
-        )
-        .unwrap();
+        db.put(key(0), value(100 + round, 20_000)).unwrap();
         filler(&db, round);
     }
-    db.put(&WriteOptions::default(), &key(1), b"small").unwrap();
+    db.put(key(1), b"small").unwrap();
     let second = blob_files(&db).iter().find(|f| f.2.is_none()).unwrap().0;
     drop(db); // the memtable is not flushed: the next open replays the log
     let small_buffer = Options {
@@ -625,10 +574,7 @@ fn recovery_counts_superseded_values_once_across_the_tables_it_writes() {
     // the second: each once.
     assert_eq!(garbage_of(&db, file), 2 * 20_000);
     assert_eq!(garbage_of(&db, second), 2 * 20_000);
-    assert_eq!(
-        db.get(&ReadOptions::default(), &key(0)).unwrap(),
-        Some(value(102, 20_000))
-    );
+    assert_eq!(db.get(key(0)).unwrap(), Some(value(102, 20_000)));
     drop(db);
     let db = Db::open("/db", small_buffer).unwrap();
     assert_eq!(garbage_of(&db, file), 2 * 20_000);
@@ -649,7 +595,7 @@ fn counted_and_true_live(db: &Db, env: &MemEnv) -> Vec<(u64, u64, u64)> {
             while let Some(record) = scanner.next() {
                 let record = record.unwrap();
                 let value = record.value(&path).unwrap();
-                if db.get(&ReadOptions::default(), &record.key).unwrap() == Some(value) {
+                if db.get(&record.key).unwrap() == Some(value) {
                     live += record.pointer.len;
                 }
             }
@@ -690,12 +636,12 @@ fn exact_garbage_counts(seed: u64) {
         for _ in 0..150 {
             let k = key((next() % 120) as u32);
             match next() % 10 {
-                0 => db.delete(&WriteOptions::default(), &k).unwrap(),
-                1 => db.put(&WriteOptions::default(), &k, b"small").unwrap(),
+                0 => db.delete(&k).unwrap(),
+                1 => db.put(&k, b"small").unwrap(),
                 _ => {
                     written += 1;
                     let v = value(written, 5_000 + (next() % 20_000) as usize);
-                    db.put(&WriteOptions::default(), &k, &v).unwrap();
+                    db.put(&k, &v).unwrap();
                 }
             }
         }
@@ -771,7 +717,7 @@ fn garbage_collection_rewrites_blob_files_and_keeps_disk_use_bounded() {
     for round in 0..3u32 {
         for i in 0..n {
             let v = value(i * 10 + round, 20_000);
-            db.put(&WriteOptions::default(), &key(i), &v).unwrap();
+            db.put(key(i), &v).unwrap();
             model.insert(key(i), v);
         }
         db.compact_range(None, None).unwrap();
@@ -800,15 +746,13 @@ fn a_snapshot_and_a_cursor_keep_the_blob_files_they_can_read() {
     // (nothing in the first file is anyone's newest value any more), but B's old values stay
     // readable through the snapshot and the cursor.
     for (k, _) in &a_old {
-        db.put(&WriteOptions::default(), k, b"a, small now")
-            .unwrap();
+        db.put(k, b"a, small now").unwrap();
     }
     let snapshot = db.snapshot();
-    let mut cursor = db.iter(&ReadOptions::default()).unwrap();
+    let mut cursor = db.iter().unwrap();
     cursor.seek(&key(20));
     for (k, _) in &b_old {
-        db.put(&WriteOptions::default(), k, b"b, small now")
-            .unwrap();
+        db.put(k, b"b, small now").unwrap();
     }
     db.compact_range(None, None).unwrap();
     let garbage = blob_files(&db)
@@ -831,7 +775,7 @@ fn a_snapshot_and_a_cursor_keep_the_blob_files_they_can_read() {
     };
     for (k, v) in &b_old {
         assert!(
-            db.get(&at, k).unwrap().as_ref() == Some(v),
+            db.get_opt(k, &at).unwrap().as_ref() == Some(v),
             "{k:?} at the snapshot"
         );
     }
@@ -840,10 +784,7 @@ fn a_snapshot_and_a_cursor_keep_the_blob_files_they_can_read() {
     drop(snapshot);
     eventually_deleted(&env, &first_path);
     for (k, _) in &b_old {
-        assert_eq!(
-            db.get(&ReadOptions::default(), k).unwrap().as_deref(),
-            Some(&b"b, small now"[..])
-        );
+        assert_eq!(db.get(k).unwrap().as_deref(), Some(&b"b, small now"[..]));
     }
 }
 
@@ -856,19 +797,19 @@ fn a_cursor_made_before_a_flush_keeps_the_blob_files_its_memtable_points_into() 
     let env = MemEnv::new();
     let db = Db::open("/db", gc_options(&env)).unwrap();
     let old = put_large(&db, 0, 20, false);
-    let mut cursor = db.iter(&ReadOptions::default()).unwrap();
+    let mut cursor = db.iter().unwrap();
     cursor.seek_to_first();
     db.compact_range(None, None).unwrap();
     let first = blob_files(&db)[0].0;
     for (k, _) in &old {
-        db.put(&WriteOptions::default(), k, b"small now").unwrap();
+        db.put(k, b"small now").unwrap();
     }
     db.compact_range(None, None).unwrap();
     eventually("the collector to rewrite the first blob file", || {
         rewritten_blob_files(&env).contains(&first)
     });
     // Another version change after the rewrite, so that any deletion the rewrite allowed ran.
-    db.put(&WriteOptions::default(), &key(1000), b"x").unwrap();
+    db.put(key(1000), b"x").unwrap();
     db.compact_range(None, None).unwrap();
     let first_path = Path::new("/db").join(format!("{first:06}.blob"));
     assert!(
@@ -918,7 +859,7 @@ fn a_log_pointing_into_a_removed_blob_file_still_recovers_whole() {
     let mut model = BTreeMap::new();
     let mut put = |db: &Db, i: u32, round: u32| {
         let v = value(i * 100 + round, 20_000);
-        db.put(&WriteOptions::default(), &key(i), &v).unwrap();
+        db.put(key(i), &v).unwrap();
         model.insert(key(i), v);
     };
     for i in 0..40 {
@@ -948,7 +889,7 @@ fn a_log_pointing_into_a_removed_blob_file_still_recovers_whole() {
     });
     // A synced write makes everything before it durable.
     put(&db, 99, 3);
-    db.put(&WriteOptions { sync: true }, b"marker", b"synced")
+    db.put_opt(b"marker", b"synced", &WriteOptions { sync: true })
         .unwrap();
     model.insert(b"marker".to_vec(), b"synced".to_vec());
     // A kill keeps the deletions (a power loss may bring the removed file back).
@@ -980,7 +921,7 @@ fn repair_keeps_blob_files_and_the_values_they_hold() {
     strata::repair("/db", &options(&env)).unwrap();
     let db = Db::open("/db", options(&env)).unwrap();
     for (k, v) in flushed.iter().chain(&in_log) {
-        let got = db.get(&ReadOptions::default(), k).unwrap();
+        let got = db.get(k).unwrap();
         assert!(got.as_ref() == Some(v), "{k:?} after repair");
     }
     assert!(
@@ -1100,7 +1041,7 @@ fn a_blob_file_is_not_rewritten_while_a_write_that_appended_to_it_is_unfinished(
     let db = Arc::new(Db::open("/db", options).unwrap());
     let big = 600 << 10;
     let w = WriteOptions::default();
-    db.put(&w, b"a", b"small").unwrap();
+    db.put_opt(b"a", b"small", &w).unwrap();
 
     // A flush of the memtable holding "a", held before it writes its table.
     table_created.arm();
@@ -1111,8 +1052,8 @@ fn a_blob_file_is_not_rewritten_while_a_write_that_appended_to_it_is_unfinished(
     table_created.wait_until_reached("the flush");
     // The next blob file gets "b"'s value, which is then overwritten: garbage the collector
     // estimates, enough to rewrite the file (half of it).
-    db.put(&w, b"b", &value(1, big)).unwrap();
-    db.put(&w, b"b", b"small").unwrap();
+    db.put_opt(b"b", value(1, big), &w).unwrap();
+    db.put_opt(b"b", b"small", &w).unwrap();
     let file = blob_files(&db)
         .into_iter()
         .find(|f| f.2.is_none())
@@ -1123,7 +1064,7 @@ fn a_blob_file_is_not_rewritten_while_a_write_that_appended_to_it_is_unfinished(
     log_appended.arm();
     let write = {
         let db = db.clone();
-        std::thread::spawn(move || db.put(&WriteOptions::default(), b"c", &value(2, big)))
+        std::thread::spawn(move || db.put(b"c", value(2, big)))
     };
     log_appended.wait_until_reached("the write of c");
     table_created.open();
@@ -1146,10 +1087,7 @@ fn a_blob_file_is_not_rewritten_while_a_write_that_appended_to_it_is_unfinished(
         rewritten_blob_files(&mem).contains(&file)
     });
     db.collect_blob_garbage().unwrap();
-    assert_eq!(
-        db.get(&ReadOptions::default(), b"c").unwrap(),
-        Some(value(2, big))
-    );
+    assert_eq!(db.get(b"c").unwrap(), Some(value(2, big)));
     let model: BTreeMap<Vec<u8>, Vec<u8>> = [
         (b"a".to_vec(), b"small".to_vec()),
         (b"b".to_vec(), b"small".to_vec()),

@@ -7,13 +7,10 @@ use strata_testkit as common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata::{Db, Options, WriteBatch, WriteOptions};
 
 fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    db.scan(&ReadOptions::default())
-        .unwrap()
-        .map(|item| item.unwrap())
-        .collect()
+    db.scan().unwrap().map(|item| item.unwrap()).collect()
 }
 
 fn check_fixture(root: &Path, name: &str, options: Options) {
@@ -24,12 +21,7 @@ fn check_fixture(root: &Path, name: &str, options: Options) {
     assert_eq!(got.len(), expected.len(), "{name}: key count");
     assert!(got == expected, "{name}: contents differ");
     // Backward as well.
-    let backward: Vec<_> = db
-        .scan(&ReadOptions::default())
-        .unwrap()
-        .rev()
-        .map(|item| item.unwrap())
-        .collect();
+    let backward: Vec<_> = db.scan().unwrap().rev().map(|item| item.unwrap()).collect();
     assert!(
         backward.iter().rev().eq(expected
             .iter()
@@ -39,11 +31,7 @@ fn check_fixture(root: &Path, name: &str, options: Options) {
         "{name}: backward"
     );
     for (k, v) in expected.iter().step_by(7) {
-        assert_eq!(
-            db.get(&ReadOptions::default(), k).unwrap().as_ref(),
-            Some(v),
-            "{name}"
-        );
+        assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "{name}");
     }
 
     // Write on top, compact everything, reopen: the model must still match.
@@ -70,9 +58,8 @@ fn check_fixture(root: &Path, name: &str, options: Options) {
             model.insert(k.clone(), b"rewritten by strata".to_vec());
         }
     }
-    db.write(&WriteOptions { sync: true }, batch).unwrap();
-    db.put(&WriteOptions::default(), b"strata-was-here", b"yes")
-        .unwrap();
+    db.write_opt(batch, &WriteOptions { sync: true }).unwrap();
+    db.put(b"strata-was-here", b"yes").unwrap();
     model.insert(b"strata-was-here".to_vec(), b"yes".to_vec());
     db.compact_range(None, None).unwrap();
     assert!(contents(&db) == model, "{name}: after compaction");

@@ -16,7 +16,7 @@ use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 const WRITERS: u64 = 3;
 
 fn triple(db: &Db, ro: &ReadOptions<'_>, t: u64) -> [Option<Vec<u8>>; 3] {
-    ["a", "b", "c"].map(|k| db.get(ro, format!("w{t}/{k}").as_bytes()).unwrap())
+    ["a", "b", "c"].map(|k| db.get_opt(format!("w{t}/{k}").as_bytes(), ro).unwrap())
 }
 
 #[test]
@@ -44,14 +44,14 @@ fn concurrent_writers_readers_snapshots_iterators_and_compactions_stay_consisten
                 let v = n.to_be_bytes();
                 let mut b = WriteBatch::new();
                 for k in ["a", "b", "c"] {
-                    b.put(format!("w{t}/{k}").as_bytes(), &v);
+                    b.put(format!("w{t}/{k}").as_bytes(), v);
                 }
-                b.put(format!("w{t}/log/{n:08}").as_bytes(), &[7u8; 200]);
-                db.write(
+                b.put(format!("w{t}/log/{n:08}").as_bytes(), [7u8; 200]);
+                db.write_opt(
+                    b,
                     &WriteOptions {
                         sync: n.is_multiple_of(50),
                     },
-                    b,
                 )
                 .unwrap();
                 committed.fetch_add(1, Ordering::Relaxed);
@@ -92,7 +92,7 @@ fn concurrent_writers_readers_snapshots_iterators_and_compactions_stay_consisten
                 let mut previous: Option<Vec<u8>> = None;
                 let mut triples = std::collections::HashMap::new();
                 let mut logs = vec![0u64; WRITERS as usize];
-                for item in db.scan(&ReadOptions::default()).unwrap() {
+                for item in db.scan().unwrap() {
                     let (k, v) = item.unwrap();
                     if let Some(p) = &previous {
                         assert!(p < &k, "scan out of order");
@@ -152,7 +152,7 @@ fn concurrent_writers_readers_snapshots_iterators_and_compactions_stay_consisten
     assert!(total > 100, "only {total} batches committed");
     // Every committed batch is there.
     let logs = db
-        .scan(&ReadOptions::default())
+        .scan()
         .unwrap()
         .filter(|i| i.as_ref().unwrap().0.windows(5).any(|w| w == b"/log/"))
         .count() as u64;

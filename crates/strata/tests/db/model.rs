@@ -118,11 +118,11 @@ impl Harness {
         let w = WriteOptions::default();
         match op {
             Op::Put(k, v) => {
-                self.db().put(&w, &k, &v).unwrap();
+                self.db().put_opt(&k, &v, &w).unwrap();
                 self.model.insert(k, v);
             }
             Op::Delete(k) => {
-                self.db().delete(&w, &k).unwrap();
+                self.db().delete_opt(&k, &w).unwrap();
                 self.model.remove(&k);
             }
             Op::Batch(ops) => {
@@ -134,7 +134,7 @@ impl Harness {
                     }
                 }
                 self.db()
-                    .write(&WriteOptions { sync: true }, batch)
+                    .write_opt(batch, &WriteOptions { sync: true })
                     .unwrap();
                 for (k, v) in ops {
                     match v {
@@ -145,12 +145,12 @@ impl Harness {
             }
             Op::Get(k, s) => {
                 let (ro, m) = self.view(s);
-                let got = self.db().get(&ro, &k).unwrap();
+                let got = self.db().get_opt(&k, &ro).unwrap();
                 prop_assert_eq!(got.as_ref(), m.get(&k));
             }
             Op::Scan { reverse, snapshot } => {
                 let (ro, m) = self.view(snapshot);
-                let range = self.db().scan(&ro).unwrap();
+                let range = self.db().scan_opt(&ro).unwrap();
                 let got: Vec<(Vec<u8>, Vec<u8>)> = if reverse {
                     range.rev().map(Result::unwrap).collect()
                 } else {
@@ -170,7 +170,7 @@ impl Harness {
             } => {
                 let (ro, m) = self.view(snapshot);
                 let keys: Vec<&Vec<u8>> = m.keys().collect();
-                let mut it = self.db().iter(&ro).unwrap();
+                let mut it = self.db().iter_opt(&ro).unwrap();
                 it.seek(&start);
                 let mut pos = keys.partition_point(|k| k.as_slice() < start.as_slice());
                 for forward in steps {
@@ -195,10 +195,7 @@ impl Harness {
             }
             Op::Range(a, b, rev) => {
                 let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-                let range = self
-                    .db()
-                    .range(&ReadOptions::default(), lo.as_slice()..hi.as_slice())
-                    .unwrap();
+                let range = self.db().range(lo.as_slice()..hi.as_slice()).unwrap();
                 let got: Vec<Vec<u8>> = if rev {
                     range.rev().map(|i| i.unwrap().0).collect()
                 } else {
@@ -251,12 +248,7 @@ impl Harness {
     }
 
     fn check_everything(&self) -> Result<(), TestCaseError> {
-        let got: Model = self
-            .db()
-            .scan(&ReadOptions::default())
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
+        let got: Model = self.db().scan().unwrap().map(Result::unwrap).collect();
         prop_assert!(got == self.model, "final contents differ");
         let _ = &self.env;
         Ok(())
@@ -416,11 +408,11 @@ fn apply_scan_op(
     let ro = ReadOptions::default();
     match op {
         ScanOp::Put(k, v) => {
-            db.put(&WriteOptions::default(), &k, &v).unwrap();
+            db.put(&k, &v).unwrap();
             model.insert(OrderedKey(order, k), v);
         }
         ScanOp::Delete(k) => {
-            db.delete(&WriteOptions::default(), &k).unwrap();
+            db.delete(&k).unwrap();
             model.remove(&OrderedKey(order, k));
         }
         ScanOp::Prefix(prefix, ends) => {
@@ -429,14 +421,17 @@ fn apply_scan_op(
                 .filter(|k| k.1.starts_with(&prefix))
                 .map(|k| k.1.clone())
                 .collect();
-            prop_assert_eq!(&keys_of(db.prefix(&ro, &prefix).unwrap()), &want);
+            prop_assert_eq!(&keys_of(db.prefix_opt(&prefix, &ro).unwrap()), &want);
             let mut backward = want.clone();
             backward.reverse();
-            prop_assert_eq!(keys_of(db.prefix(&ro, &prefix).unwrap().rev()), backward);
+            prop_assert_eq!(
+                keys_of(db.prefix_opt(&prefix, &ro).unwrap().rev()),
+                backward
+            );
             if let Some(ends) = ends {
                 // Alternating ends: the front's items then the back's, reversed, are all of
                 // them, each once.
-                let mut range = db.prefix(&ro, &prefix).unwrap();
+                let mut range = db.prefix_opt(&prefix, &ro).unwrap();
                 let (mut front, mut back) = (Vec::new(), Vec::new());
                 for from_front in ends.into_iter().chain(std::iter::repeat(true)) {
                     let item = if from_front {
@@ -459,7 +454,7 @@ fn apply_scan_op(
         ScanOp::Range(a, b, rev) => {
             let (a, b) = (OrderedKey(order, a), OrderedKey(order, b));
             let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-            let range = db.range(&ro, lo.1.as_slice()..hi.1.as_slice()).unwrap();
+            let range = db.range_opt(lo.1.as_slice()..hi.1.as_slice(), &ro).unwrap();
             let got = if rev {
                 keys_of(range.rev())
             } else {
@@ -508,6 +503,6 @@ proptest! {
             apply_scan_op(&db, &mut model, order, op)?;
         }
         let all: Vec<Vec<u8>> = model.keys().map(|k| k.1.clone()).collect();
-        prop_assert_eq!(keys_of(db.scan(&ReadOptions::default()).unwrap()), all);
+        prop_assert_eq!(keys_of(db.scan().unwrap()), all);
     }
 }

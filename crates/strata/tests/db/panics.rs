@@ -13,7 +13,7 @@ use std::time::Duration;
 use strata_testkit as common;
 
 use strata::filter::FilterPolicy;
-use strata::{Comparator, Db, Error, Options, ReadOptions, WriteOptions};
+use strata::{Comparator, Db, Error, Options};
 
 /// The key whose comparison panics while armed.
 const BOMB: &[u8] = b"key-bomb";
@@ -96,12 +96,8 @@ fn watchdog<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'stati
 
 fn fill(db: &Db, from: u32, to: u32) {
     for i in from..to {
-        db.put(
-            &WriteOptions::default(),
-            format!("key-{i:06}").as_bytes(),
-            &[b'v'; 100],
-        )
-        .unwrap();
+        db.put(format!("key-{i:06}").as_bytes(), [b'v'; 100])
+            .unwrap();
     }
 }
 
@@ -110,13 +106,11 @@ fn poisoned_but_readable(db: Db, trap: &Trap) {
     trap.armed.store(false, SeqCst);
     let db = Arc::new(db);
     let reader = db.clone();
-    let got = watchdog("a read after the panic", move || {
-        reader.get(&ReadOptions::default(), b"key-000001")
-    });
+    let got = watchdog("a read after the panic", move || reader.get(b"key-000001"));
     assert_eq!(got.unwrap().as_deref(), Some(&[b'v'; 100][..]));
     let writer = db.clone();
     let e = watchdog("a write after the panic", move || {
-        writer.put(&WriteOptions::default(), b"after", b"panic")
+        writer.put(b"after", b"panic")
     })
     .unwrap_err();
     assert!(e.is_poisoned(), "{e}");
@@ -149,9 +143,7 @@ fn a_panic_in_a_writers_memtable_insert_fails_the_writers_behind_it() {
                 } else {
                     format!("key-{t}-{i:04}").into_bytes()
                 };
-                let r = catch_unwind(AssertUnwindSafe(|| {
-                    db.put(&WriteOptions::default(), &key, b"x")
-                }));
+                let r = catch_unwind(AssertUnwindSafe(|| db.put(&key, b"x")));
                 results.push(r.is_err() || r.as_ref().is_ok_and(|w| w.is_err()));
             }
             results
@@ -173,7 +165,7 @@ fn panic_in_the_background(trapped: Trapped, compaction: bool) {
     let trap = Arc::new(Trap::default());
     let db = open(dir.path(), &trap, trapped);
     fill(&db, 0, 100);
-    db.put(&WriteOptions::default(), BOMB, b"x").unwrap();
+    db.put(BOMB, b"x").unwrap();
     if compaction {
         // The bomb is in a table; the compaction merging it panics.
         db.compact_range(None, Some(b"key-000050")).unwrap();
@@ -192,13 +184,7 @@ fn panic_in_the_background(trapped: Trapped, compaction: bool) {
     let writer = db.clone();
     let e = watchdog("writers filling the memtable", move || {
         (0..2000u32)
-            .map(|i| {
-                writer.put(
-                    &WriteOptions::default(),
-                    format!("w{i}").as_bytes(),
-                    &[1; 100],
-                )
-            })
+            .map(|i| writer.put(format!("w{i}").as_bytes(), [1; 100]))
             .find_map(Result::err)
     })
     .expect("writes fail");
@@ -228,14 +214,11 @@ fn a_panic_in_a_read_poisons_nothing() {
     let db = open(dir.path(), &trap, Trapped::Comparator);
     fill(&db, 0, 100);
     trap.armed.store(true, SeqCst);
-    let r = catch_unwind(AssertUnwindSafe(|| db.get(&ReadOptions::default(), BOMB)));
+    let r = catch_unwind(AssertUnwindSafe(|| db.get(BOMB)));
     assert!(r.is_err(), "the read's comparison did not panic");
     trap.armed.store(false, SeqCst);
-    db.put(&WriteOptions::default(), BOMB, b"fine").unwrap();
-    assert_eq!(
-        db.get(&ReadOptions::default(), BOMB).unwrap().as_deref(),
-        Some(&b"fine"[..])
-    );
+    db.put(BOMB, b"fine").unwrap();
+    assert_eq!(db.get(BOMB).unwrap().as_deref(), Some(&b"fine"[..]));
     watchdog("dropping the database", move || drop(db));
 }
 
@@ -245,7 +228,7 @@ fn a_poisoned_database_reopens_with_every_acknowledged_write() {
     let trap = Arc::new(Trap::default());
     let db = open(dir.path(), &trap, Trapped::Filter);
     fill(&db, 0, 300);
-    db.put(&WriteOptions::default(), BOMB, b"x").unwrap();
+    db.put(BOMB, b"x").unwrap();
     trap.armed.store(true, SeqCst);
     let e = watchdog("a flush that panics", move || {
         let e = db.compact_range(None, None).unwrap_err();
@@ -255,5 +238,5 @@ fn a_poisoned_database_reopens_with_every_acknowledged_write() {
     assert!(matches!(e, Error::Poisoned(_)), "{e}");
     trap.armed.store(false, SeqCst);
     let db = open(dir.path(), &trap, Trapped::Filter);
-    assert_eq!(db.scan(&ReadOptions::default()).unwrap().count(), 301);
+    assert_eq!(db.scan().unwrap().count(), 301);
 }

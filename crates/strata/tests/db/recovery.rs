@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use strata::{CrashMode, Db, MemEnv, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata::{CrashMode, Db, MemEnv, Options, WriteBatch, WriteOptions};
 
 const DIR: &str = "/db";
 
@@ -54,11 +54,8 @@ fn model(n: u64) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
 
 /// Finds which prefix of the batches a recovered database holds; fails if it holds none.
 fn recovered_prefix(db: &Db, upper: u64) -> u64 {
-    let contents: std::collections::BTreeMap<Vec<u8>, Vec<u8>> = db
-        .scan(&ReadOptions::default())
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let contents: std::collections::BTreeMap<Vec<u8>, Vec<u8>> =
+        db.scan().unwrap().map(Result::unwrap).collect();
     // The newest number any key holds bounds the prefix from below.
     let newest = contents
         .values()
@@ -82,7 +79,7 @@ fn run_crash_workload(sync_every: u64, mode: CrashMode, images_wanted: usize) ->
     let mut last_synced = 0u64;
     for i in 0..total {
         let sync = sync_every > 0 && i % sync_every == 0;
-        db.write(&WriteOptions { sync }, batch(i)).unwrap();
+        db.write_opt(batch(i), &WriteOptions { sync }).unwrap();
         if sync {
             last_synced = i + 1;
         }
@@ -104,16 +101,11 @@ fn run_crash_workload(sync_every: u64, mode: CrashMode, images_wanted: usize) ->
             _ => assert!(n >= synced, "a synced write was lost: {n} < {synced}"),
         }
         // The recovered database keeps working.
-        db.put(&WriteOptions { sync: true }, b"after", b"crash")
+        db.put_opt(b"after", b"crash", &WriteOptions { sync: true })
             .unwrap();
         drop(db);
         let db = Db::open(DIR, options(&image)).unwrap();
-        assert_eq!(
-            db.get(&ReadOptions::default(), b"after")
-                .unwrap()
-                .as_deref(),
-            Some(&b"crash"[..])
-        );
+        assert_eq!(db.get(b"after").unwrap().as_deref(), Some(&b"crash"[..]));
         checked += 1;
     }
     checked

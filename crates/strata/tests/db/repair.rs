@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use strata::{repair, Db, Error, Options, ReadOptions, WriteOptions};
+use strata::{repair, Db, Error, Options};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -30,7 +30,7 @@ fn build_with_history(dir: &Path) -> (Model, History) {
         for i in 0..4000u32 {
             let k = format!("key{:06}", (i * 7 + round) % 4000).into_bytes();
             let v = format!("r{round}-i{i}-{}", "p".repeat(60)).into_bytes();
-            db.put(&WriteOptions::default(), &k, &v).unwrap();
+            db.put(&k, &v).unwrap();
             history.entry(k.clone()).or_default().push(v.clone());
             model.insert(k, v);
         }
@@ -40,7 +40,7 @@ fn build_with_history(dir: &Path) -> (Model, History) {
     }
     for i in (0..4000u32).step_by(9) {
         let k = format!("key{i:06}").into_bytes();
-        db.delete(&WriteOptions::default(), &k).unwrap();
+        db.delete(&k).unwrap();
         model.remove(&k);
     }
     (model, history)
@@ -52,10 +52,7 @@ fn build(dir: &Path) -> Model {
 
 fn contents(dir: &Path) -> Model {
     let db = Db::open(dir, options()).unwrap();
-    db.scan(&ReadOptions::default())
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+    db.scan().unwrap().map(Result::unwrap).collect()
 }
 
 fn largest_table(dir: &Path) -> std::path::PathBuf {
@@ -119,7 +116,7 @@ fn a_damaged_table_block_loses_only_that_block() {
     // A full scan now reports the damage instead of returning wrong data.
     {
         let db = Db::open(tmp.path(), options()).unwrap();
-        let scan: Result<Vec<_>, Error> = db.scan(&ReadOptions::default()).unwrap().collect();
+        let scan: Result<Vec<_>, Error> = db.scan().unwrap().collect();
         let err = scan.unwrap_err();
         assert!(err.is_corruption(), "{err}");
         assert!(
@@ -168,7 +165,7 @@ fn a_damaged_log_record_loses_only_that_record() {
         .unwrap();
         for i in 0..5000u32 {
             let k = format!("k{i:04}").into_bytes();
-            db.put(&WriteOptions::default(), &k, b"value").unwrap();
+            db.put(&k, b"value").unwrap();
             model.insert(k, b"value".to_vec());
         }
     }
@@ -216,7 +213,7 @@ fn a_footer_handle_near_u64_max_is_damage_not_an_overflow() {
     let mut model = Model::new();
     for i in 0..200u32 {
         let (k, v) = (format!("key{i:04}").into_bytes(), vec![b'v'; 50]);
-        db.put(&WriteOptions::default(), &k, &v).unwrap();
+        db.put(&k, &v).unwrap();
         model.insert(k, v);
     }
     db.compact_range(None, None).unwrap();
@@ -241,7 +238,7 @@ fn a_footer_handle_near_u64_max_is_damage_not_an_overflow() {
     std::fs::write(&table, &bytes).unwrap();
 
     let err = Db::open(tmp.path(), options())
-        .and_then(|db| db.get(&ReadOptions::default(), b"key0001"))
+        .and_then(|db| db.get(b"key0001"))
         .unwrap_err();
     match &err {
         Error::Corruption { file, offset, .. } => {

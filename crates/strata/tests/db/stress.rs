@@ -497,13 +497,13 @@ fn writer(db: &Db, world: &World, me: &Worker, rng: &mut StdRng, w: usize) -> Re
         for &(g, delete) in &groups {
             for k in 0..KEYS_PER_GROUP {
                 if delete {
-                    batch.delete(&group_key(w, g, k));
+                    batch.delete(group_key(w, g, k));
                 } else {
-                    batch.put(&group_key(w, g, k), &key_value(w, g, k, counter));
+                    batch.put(group_key(w, g, k), key_value(w, g, k, counter));
                 }
             }
         }
-        batch.put(&head_key(w), &counter.to_be_bytes());
+        batch.put(head_key(w), counter.to_be_bytes());
         {
             let mut history = shared.history();
             for &(g, delete) in &groups {
@@ -512,7 +512,7 @@ fn writer(db: &Db, world: &World, me: &Worker, rng: &mut StdRng, w: usize) -> Re
         }
         shared.issued.store(counter, Ordering::SeqCst);
         let sync = rng.gen_ratio(1, 20);
-        db.write(&WriteOptions { sync }, batch)
+        db.write_opt(batch, &WriteOptions { sync })
             .ctx(|| format!("w{w}: writing batch {counter}"))?;
         for &(g, _) in &groups {
             shared.group_acked[g].store(counter, Ordering::SeqCst);
@@ -565,14 +565,17 @@ fn snapshot_reader(db: &Db, world: &World, me: &Worker, rng: &mut StdRng) -> Res
         groups.dedup();
         let read = |db: &Db| -> Result<SnapshotRead, String> {
             let head = db
-                .get(&ro, &head_key(w))
+                .get_opt(head_key(w), &ro)
                 .ctx(|| format!("w{w}: get head"))?;
             let mut values = Vec::with_capacity(groups.len());
             for &g in &groups {
                 let mut group = Vec::with_capacity(KEYS_PER_GROUP);
                 for k in 0..KEYS_PER_GROUP {
                     let key = group_key(w, g, k);
-                    group.push(db.get(&ro, &key).ctx(|| format!("get w{w}/g{g:03}/k{k}"))?);
+                    group.push(
+                        db.get_opt(&key, &ro)
+                            .ctx(|| format!("get w{w}/g{g:03}/k{k}"))?,
+                    );
                 }
                 values.push(group);
             }
@@ -613,7 +616,7 @@ fn snapshot_reader(db: &Db, world: &World, me: &Worker, rng: &mut StdRng) -> Res
         if rng.gen_ratio(1, 4) {
             let prefix = format!("w{w}/").into_bytes();
             let entries: Entries = db
-                .prefix(&ro, &prefix)
+                .prefix_opt(&prefix, &ro)
                 .ctx(|| format!("w{w}: prefix scan at a snapshot"))?
                 .collect::<strata::Result<_>>()
                 .ctx(|| format!("w{w}: prefix scan at a snapshot"))?;
@@ -765,9 +768,7 @@ fn range_pass(db: &Db, world: &World, rng: &mut StdRng, w: usize) -> Result<Rang
         }
     };
     let range = (start.clone(), end.clone());
-    let mut iter = db
-        .range(&ReadOptions::default(), range)
-        .ctx(|| "creating a range iterator".into())?;
+    let mut iter = db.range(range).ctx(|| "creating a range iterator".into())?;
     let issued_after = load_all(world, |s| &s.issued);
     let (mut front, mut back) = (Vec::new(), Vec::new());
     loop {
@@ -814,16 +815,12 @@ fn iterator_checker(db: &Db, world: &World, me: &Worker, rng: &mut StdRng) -> Re
         // `issued` is loaded right after each iterator is created: its view cannot be newer.
         let (entries, issued_after, w_range) = match mode {
             0 => {
-                let it = db
-                    .iter(&ReadOptions::default())
-                    .ctx(|| "creating a cursor".into())?;
+                let it = db.iter().ctx(|| "creating a cursor".into())?;
                 let issued = load_all(world, |s| &s.issued);
                 (cursor_pass(it, world, rng)?, issued, None)
             }
             1 | 2 => {
-                let iter = db
-                    .scan(&ReadOptions::default())
-                    .ctx(|| "creating a scan".into())?;
+                let iter = db.scan().ctx(|| "creating a scan".into())?;
                 let issued = load_all(world, |s| &s.issued);
                 let entries: Entries = if mode == 1 {
                     Stats::add(&world.stats.iter_forward, 1);
@@ -894,7 +891,7 @@ fn monotonic_reader(db: &Db, world: &World, me: &Worker, rng: &mut StdRng) -> Re
             if rng.gen_ratio(1, 8) {
                 let acked = shared.acked.load(Ordering::SeqCst);
                 let v = db
-                    .get(&ro, &head_key(w))
+                    .get_opt(head_key(w), &ro)
                     .ctx(|| format!("w{w}: get head"))?;
                 let issued = shared.issued.load(Ordering::SeqCst);
                 let head = v.map_or(Ok(0), |v| decode_head(w, &v))?;
@@ -913,7 +910,7 @@ fn monotonic_reader(db: &Db, world: &World, me: &Worker, rng: &mut StdRng) -> Re
             let k = rng.gen_range(0..KEYS_PER_GROUP);
             let acked = shared.group_acked[g].load(Ordering::SeqCst);
             let v = db
-                .get(&ro, &group_key(w, g, k))
+                .get_opt(group_key(w, g, k), &ro)
                 .ctx(|| format!("get w{w}/g{g:03}/k{k}"))?;
             let seen = match v {
                 None => GroupState::Absent,
@@ -1053,7 +1050,7 @@ fn verify_final(db: &Db, world: &World, when: &str) -> Result<(), String> {
             ));
         }
         let head = db
-            .get(&ro, &head_key(w))
+            .get_opt(head_key(w), &ro)
             .ctx(|| format!("{when}: get w{w}/head"))?;
         let head = head.map_or(Ok(0), |v| decode_head(w, &v))?;
         if head != acked {
@@ -1080,7 +1077,7 @@ fn verify_final(db: &Db, world: &World, when: &str) -> Result<(), String> {
                     GroupState::Set(c) => Some(key_value(w, g, k, c)),
                 };
                 let got = db
-                    .get(&ro, &key)
+                    .get_opt(&key, &ro)
                     .ctx(|| format!("{when}: get w{w}/g{g:03}/k{k}"))?;
                 if got != value {
                     return Err(format!(
@@ -1096,7 +1093,7 @@ fn verify_final(db: &Db, world: &World, when: &str) -> Result<(), String> {
         }
     }
     let scanned: Entries = db
-        .scan(&ro)
+        .scan_opt(&ro)
         .ctx(|| format!("{when}: scan"))?
         .collect::<strata::Result<_>>()
         .ctx(|| format!("{when}: scan"))?;

@@ -31,7 +31,7 @@ use strata::filter::BloomFilterPolicy;
 use strata::key::ParsedInternalKey;
 use strata::log::{LogReader, ReadMode, BLOCK_SIZE};
 use strata::table::{Table, TableOptions};
-use strata::{Db, Env, Error, MemEnv, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata::{Db, Env, Error, MemEnv, Options, WriteBatch, WriteOptions};
 
 const DIR: &str = "/db";
 
@@ -73,8 +73,7 @@ fn base() -> (MemEnv, BTreeMap<Vec<u8>, Vec<u8>>, Layout) {
     let mut model = BTreeMap::new();
     let db = Db::open(DIR, options(&env)).unwrap();
     for i in 0..240u32 {
-        db.put(&WriteOptions::default(), &key(i * 2), &value(i * 2))
-            .unwrap();
+        db.put(key(i * 2), value(i * 2)).unwrap();
         model.insert(key(i * 2), value(i * 2));
         if i == 120 {
             db.compact_range(None, None).unwrap();
@@ -85,10 +84,10 @@ fn base() -> (MemEnv, BTreeMap<Vec<u8>, Vec<u8>>, Layout) {
         let mut batch = WriteBatch::new();
         for j in 0..3 {
             let i = 1 + 2 * (b * 3 + j) * 3;
-            batch.put(&key(i), &value(i));
+            batch.put(key(i), value(i));
             model.insert(key(i), value(i));
         }
-        db.write(&WriteOptions { sync: true }, batch).unwrap();
+        db.write_opt(batch, &WriteOptions { sync: true }).unwrap();
     }
     drop(db);
     let layout = layout(&env);
@@ -289,7 +288,7 @@ fn read_all(
     let mut wrong = Vec::new();
     let mut errors = 0;
     for (k, v) in model {
-        match db.get(&ReadOptions::default(), k) {
+        match db.get(k) {
             Ok(Some(got)) if &got == v => {}
             Ok(Some(_)) => wrong.push(format!("get {}: a wrong value", String::from_utf8_lossy(k))),
             Ok(None) if may_lose.contains(k) => {}
@@ -305,7 +304,7 @@ fn read_all(
         .iter()
         .filter(|(k, _)| !may_lose.contains(*k))
         .peekable();
-    let scan = match db.scan(&ReadOptions::default()) {
+    let scan = match db.scan() {
         Ok(scan) => scan,
         Err(e) => {
             if !names_a_file(&e) {

@@ -106,7 +106,7 @@ impl Harness {
     /// Write `i`, synced or not, recording its progress.
     fn write(&self, db: &Db, i: u64, sync: bool) {
         self.progress.issued.store(i + 1, Ordering::SeqCst);
-        db.write(&WriteOptions { sync }, batch(i, self.shape))
+        db.write_opt(batch(i, self.shape), &WriteOptions { sync })
             .expect("write");
         self.progress.acked.store(i + 1, Ordering::SeqCst);
         if sync {

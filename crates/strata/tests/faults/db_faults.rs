@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use strata::env::{FaultEnv, FaultKind, FaultPlan};
-use strata::{Db, MemEnv, Options, ReadOptions, WriteOptions};
+use strata::{Db, MemEnv, Options, WriteOptions};
 
 /// A `MemEnv` whose calls on files ending with `suffix` can be failed (see [`fill_disk`]), as a
 /// full disk would fail them.
@@ -40,37 +40,29 @@ fn a_failed_log_write_stops_writes_keeps_reads_and_reopen_recovers() {
     let (env, options) = setup(".log");
     let db = Db::open("/db", options.clone()).unwrap();
     for i in 0..100 {
-        db.put(&WriteOptions { sync: true }, &key(i), b"before")
+        db.put_opt(key(i), b"before", &WriteOptions { sync: true })
             .unwrap();
     }
     fill_disk(&env);
     let err = db
-        .put(&WriteOptions { sync: true }, &key(100), b"during")
+        .put_opt(key(100), b"during", &WriteOptions { sync: true })
         .unwrap_err();
     assert!(err.to_string().contains("No space left"), "{err}");
     env.set_plan(None);
     // The database stays stopped: a log that failed is never appended to again.
-    let again = db
-        .put(&WriteOptions::default(), &key(101), b"after")
-        .unwrap_err();
+    let again = db.put(key(101), b"after").unwrap_err();
     assert!(again.to_string().contains("No space left"), "{again}");
     // Reads go on.
-    assert_eq!(
-        db.get(&ReadOptions::default(), &key(5)).unwrap().as_deref(),
-        Some(&b"before"[..])
-    );
-    assert_eq!(db.get(&ReadOptions::default(), &key(100)).unwrap(), None);
+    assert_eq!(db.get(key(5)).unwrap().as_deref(), Some(&b"before"[..]));
+    assert_eq!(db.get(key(100)).unwrap(), None);
     drop(db);
     assert!(env.violations().is_empty(), "{:?}", env.violations());
     let db = Db::open("/db", options).unwrap();
     for i in 0..100 {
-        assert_eq!(
-            db.get(&ReadOptions::default(), &key(i)).unwrap().as_deref(),
-            Some(&b"before"[..])
-        );
+        assert_eq!(db.get(key(i)).unwrap().as_deref(), Some(&b"before"[..]));
     }
-    assert_eq!(db.get(&ReadOptions::default(), &key(101)).unwrap(), None);
-    db.put(&WriteOptions { sync: true }, &key(200), b"works again")
+    assert_eq!(db.get(key(101)).unwrap(), None);
+    db.put_opt(key(200), b"works again", &WriteOptions { sync: true })
         .unwrap();
 }
 
@@ -83,7 +75,7 @@ fn a_failed_flush_stops_writes_and_reopen_recovers_every_acknowledged_write() {
     let mut error = None;
     // Enough data to fill the memtable and force flushes, which fail.
     for i in 0..20_000 {
-        match db.put(&WriteOptions::default(), &key(i), &[b'v'; 100]) {
+        match db.put(key(i), [b'v'; 100]) {
             Ok(()) => acknowledged = i + 1,
             Err(e) => {
                 error = Some(e);
@@ -98,7 +90,7 @@ fn a_failed_flush_stops_writes_and_reopen_recovers_every_acknowledged_write() {
     drop(db);
     assert!(env.violations().is_empty(), "{:?}", env.violations());
     let db = Db::open("/db", options).unwrap();
-    let found = db.scan(&ReadOptions::default()).unwrap().count() as u32;
+    let found = db.scan().unwrap().count() as u32;
     assert_eq!(
         found, acknowledged,
         "every acknowledged write is back after reopen"

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use common::writes::{batch, fingerprints, recovered_prefix, Shape};
 use strata::env::{FaultEnv, FaultKind, FaultPlan};
-use strata::{CrashMode, Db, Env, Error, MemEnv, Options, ReadOptions, WriteOptions};
+use strata::{CrashMode, Db, Env, Error, MemEnv, Options, WriteOptions};
 
 const DIR: &str = "/db";
 const ROUNDS: u64 = 2;
@@ -66,7 +66,7 @@ fn run_workload(env: &FaultEnv<MemEnv>) -> Outcome {
             let i = out.acked;
             let sync = i % 5 == 0;
             out.issued = out.issued.max(i + 1);
-            match db.write(&WriteOptions { sync }, batch(i, Shape::Small)) {
+            match db.write_opt(batch(i, Shape::Small), &WriteOptions { sync }) {
                 Ok(()) if failed => {
                     out.breaches
                         .push(format!("write {i} accepted after a failed write"));
@@ -100,13 +100,13 @@ fn run_workload(env: &FaultEnv<MemEnv>) -> Outcome {
         }
         if failed {
             // Reads go on after a failed write.
-            if let Err(e) = db.get(&ReadOptions::default(), b"last") {
+            if let Err(e) = db.get(b"last") {
                 out.breaches
                     .push(format!("a read failed after a failed write: {e}"));
             }
             let mut b = strata::WriteBatch::new();
             b.put(b"after", b"failure");
-            if db.write(&WriteOptions::default(), b).is_ok() {
+            if db.write(b).is_ok() {
                 out.breaches
                     .push("a write was accepted after a failed write".into());
             }
@@ -225,7 +225,7 @@ fn needs_repair(n: u64) -> MemEnv {
     let mem = MemEnv::new();
     let db = Db::open(DIR, options(Arc::new(mem.clone()))).unwrap();
     for i in 0..n {
-        db.write(&WriteOptions { sync: true }, batch(i, Shape::Small))
+        db.write_opt(batch(i, Shape::Small), &WriteOptions { sync: true })
             .unwrap();
         if i == n / 2 {
             db.compact_range(None, None).unwrap();

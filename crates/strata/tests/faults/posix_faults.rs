@@ -105,7 +105,7 @@ fn is_injected_io(e: &Error) -> bool {
 fn write_range(db: &Db, from: u64, to: u64, out: &mut Outcome) -> bool {
     for i in from..to {
         out.issued = i + 1;
-        match db.write(&WriteOptions { sync: i % 10 == 9 }, batch(i, Shape::Big)) {
+        match db.write_opt(batch(i, Shape::Big), &WriteOptions { sync: i % 10 == 9 }) {
             Ok(()) => out.acked = i + 1,
             Err(e) => {
                 if !is_injected_io(&e) {

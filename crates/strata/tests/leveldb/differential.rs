@@ -798,12 +798,12 @@ impl Run {
         let l = self.leveldb.as_ref().unwrap();
         match op {
             Op::Put(k, v) => {
-                self.ctx.ok(op, "strata's put", s.put(&wo, k, v));
+                self.ctx.ok(op, "strata's put", s.put_opt(k, v, &wo));
                 self.ctx.ok(op, "LevelDB's put", l.put(k, v));
                 self.model.insert(k.clone(), Rc::new(v.clone()));
             }
             Op::Delete(k) => {
-                self.ctx.ok(op, "strata's delete", s.delete(&wo, k));
+                self.ctx.ok(op, "strata's delete", s.delete_opt(k, &wo));
                 self.ctx.ok(op, "LevelDB's delete", l.delete(k));
                 self.model.remove(k);
             }
@@ -821,12 +821,12 @@ impl Run {
                         }
                     }
                 }
-                self.ctx.ok(op, "strata's write", s.write(&wo, batch));
+                self.ctx.ok(op, "strata's write", s.write_opt(batch, &wo));
                 self.ctx.ok(op, "LevelDB's write", l.write(ops));
             }
             Op::Get(k, snap) => {
                 let (ro, ls, m) = view(&self.snapshots, &self.model, *snap);
-                let sv = self.ctx.ok(op, "strata's get", s.get(&ro, k));
+                let sv = self.ctx.ok(op, "strata's get", s.get_opt(k, &ro));
                 let lv = self.ctx.ok(op, "LevelDB's get", l.get(k, ls));
                 self.ctx.check_get(op, &sv, &lv, m.get(k));
             }
@@ -838,7 +838,7 @@ impl Run {
             } => self.range(op, start, end, *reverse),
             Op::Seek(target, steps, snap) => {
                 let (ro, ls, m) = view(&self.snapshots, &self.model, *snap);
-                let mut si = self.ctx.ok(op, "strata's iter", s.iter(&ro));
+                let mut si = self.ctx.ok(op, "strata's iter", s.iter_opt(&ro));
                 let mut li = l.iter(ls);
                 let mut at = None;
                 let cursors = (&mut si, &mut li, &mut at);
@@ -857,9 +857,7 @@ impl Run {
             }
             Op::OpenCursor(target) => {
                 let mut cursor = Cursor {
-                    strata: self
-                        .ctx
-                        .ok(op, "strata's iter", s.iter(&ReadOptions::default())),
+                    strata: self.ctx.ok(op, "strata's iter", s.iter()),
                     leveldb: l.iter(None),
                     model: Rc::new(self.model.clone()),
                     at: None,
@@ -893,16 +891,18 @@ impl Run {
         let backward = matches!(kind, ScanKind::Backward | ScanKind::CursorBackward);
         let ctx = &mut self.ctx;
         let strata_entries: Vec<Entry> = match kind {
-            ScanKind::Forward => {
-                ctx.ok(op, "strata's scan", s.scan(&ro).and_then(Iterator::collect))
-            }
+            ScanKind::Forward => ctx.ok(
+                op,
+                "strata's scan",
+                s.scan_opt(&ro).and_then(Iterator::collect),
+            ),
             ScanKind::Backward => ctx.ok(
                 op,
                 "strata's scan",
-                s.scan(&ro).and_then(|r| r.rev().collect()),
+                s.scan_opt(&ro).and_then(|r| r.rev().collect()),
             ),
             ScanKind::BothEnds(pattern) => {
-                let mut it = ctx.ok(op, "strata's scan", s.scan(&ro));
+                let mut it = ctx.ok(op, "strata's scan", s.scan_opt(&ro));
                 let mut rng = StdRng::seed_from_u64(pattern);
                 let (mut front, mut back) = (Vec::new(), Vec::new());
                 loop {
@@ -919,7 +919,7 @@ impl Run {
                 front
             }
             ScanKind::CursorForward | ScanKind::CursorBackward => {
-                let mut it = ctx.ok(op, "strata's iter", s.iter(&ro));
+                let mut it = ctx.ok(op, "strata's iter", s.iter_opt(&ro));
                 let mut out = Vec::new();
                 if backward {
                     it.seek_to_last();
@@ -979,7 +979,7 @@ impl Run {
         let strata_entries: Vec<Entry> = ctx.ok(
             op,
             "strata's range",
-            s.range(&ro, bounds).and_then(|r| {
+            s.range_opt(bounds, &ro).and_then(|r| {
                 if reverse {
                     r.rev().collect()
                 } else {

@@ -179,10 +179,10 @@ fn write_database(dir: &Path, options: &TableOptions) -> BTreeMap<Vec<u8>, Vec<u
         for j in 0..40u32 {
             let i = (b * 397 + j * 31) % (N + 500);
             if j % 5 == 0 {
-                batch.delete(&user(i));
+                batch.delete(user(i));
                 model.remove(&user(i));
             } else {
-                batch.put(&user(i), &value(i, 2 + b));
+                batch.put(user(i), value(i, 2 + b));
                 model.insert(user(i), value(i, 2 + b));
             }
         }
@@ -192,7 +192,7 @@ fn write_database(dir: &Path, options: &TableOptions) -> BTreeMap<Vec<u8>, Vec<u
     // One record large enough to be fragmented across blocks.
     let mut batch = WriteBatch::new();
     batch.set_seqno(seq + 1);
-    batch.put(b"large", &vec![7u8; 100_000]);
+    batch.put(b"large", vec![7u8; 100_000]);
     model.insert(b"large".to_vec(), vec![7u8; 100_000]);
     log.add_record(batch.encoded()).unwrap();
     log.sync().unwrap();
@@ -276,10 +276,7 @@ fn leveldb_reads_snappy_tables_through_strata_bloom_filters() {
 use std::collections::BTreeMap as Model;
 
 fn strata_contents(db: &strata::Db) -> Entries {
-    db.scan(&strata::ReadOptions::default())
-        .unwrap()
-        .map(|item| item.unwrap())
-        .collect()
+    db.scan().unwrap().map(|item| item.unwrap()).collect()
 }
 
 /// Applies a deterministic mix of puts and deletes through `put` and `delete`, mirrored in
@@ -320,16 +317,16 @@ fn leveldb_reads_fixture_databases_that_strata_updated_and_compacted() {
                 &mut model,
                 7,
                 30_000,
-                |k, v| db.put(&strata::WriteOptions::default(), k, v).unwrap(),
-                |k| db.delete(&strata::WriteOptions::default(), k).unwrap(),
+                |k, v| db.put(k, v).unwrap(),
+                |k| db.delete(k).unwrap(),
             );
             db.compact_range(None, None).unwrap();
             churn(
                 &mut model,
                 8,
                 2_000,
-                |k, v| db.put(&strata::WriteOptions::default(), k, v).unwrap(),
-                |k| db.delete(&strata::WriteOptions::default(), k).unwrap(),
+                |k, v| db.put(k, v).unwrap(),
+                |k| db.delete(k).unwrap(),
             );
         }
         let leveldb = LevelDb::open(copy.path(), None).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -361,8 +358,8 @@ fn databases_move_between_strata_and_leveldb_with_default_options() {
             &mut model,
             1,
             120_000,
-            |k, v| db.put(&strata::WriteOptions::default(), k, v).unwrap(),
-            |k| db.delete(&strata::WriteOptions::default(), k).unwrap(),
+            |k, v| db.put(k, v).unwrap(),
+            |k| db.delete(k).unwrap(),
         );
     }
     // LevelDB reads it and writes more.
@@ -496,8 +493,7 @@ fn leveldb_refuses_a_database_with_blob_files_and_opens_one_without() {
         };
         let db = strata::Db::open(dir.path(), options).unwrap();
         let len = if large { 50_000 } else { 100 };
-        db.put(&strata::WriteOptions::default(), b"key", &vec![7u8; len])
-            .unwrap();
+        db.put(b"key", vec![7u8; len]).unwrap();
         db.compact_range(None, None).unwrap();
         drop(db);
         match LevelDb::open_with(dir.path(), None, false) {

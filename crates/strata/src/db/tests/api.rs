@@ -8,20 +8,20 @@ use super::*;
 fn put_get_delete_and_reopen() {
     let env = MemEnv::new();
     let db = Db::open(DIR, options(&env)).unwrap();
-    db.put(&w(), b"a", b"1").unwrap();
-    db.put(&w(), b"b", b"2").unwrap();
-    db.delete(&w(), b"a").unwrap();
-    db.put(&w(), b"", b"empty key").unwrap();
-    assert_eq!(db.get(&r(), b"a").unwrap(), None);
-    assert_eq!(db.get(&r(), b"b").unwrap().as_deref(), Some(&b"2"[..]));
+    db.put_opt(b"a", b"1", &w()).unwrap();
+    db.put_opt(b"b", b"2", &w()).unwrap();
+    db.delete_opt(b"a", &w()).unwrap();
+    db.put_opt(b"", b"empty key", &w()).unwrap();
+    assert_eq!(db.get_opt(b"a", &r()).unwrap(), None);
+    assert_eq!(db.get_opt(b"b", &r()).unwrap().as_deref(), Some(&b"2"[..]));
     assert_eq!(
-        db.get(&r(), b"").unwrap().as_deref(),
+        db.get_opt(b"", &r()).unwrap().as_deref(),
         Some(&b"empty key"[..])
     );
     drop(db);
     let db = Db::open(DIR, options(&env)).unwrap();
-    assert_eq!(db.get(&r(), b"a").unwrap(), None);
-    assert_eq!(db.get(&r(), b"b").unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(db.get_opt(b"a", &r()).unwrap(), None);
+    assert_eq!(db.get_opt(b"b", &r()).unwrap().as_deref(), Some(&b"2"[..]));
     assert_eq!(scan(&db).len(), 2);
 }
 
@@ -33,9 +33,9 @@ fn iterators_hide_deletions_and_old_versions_both_ways() {
         for i in 0..500u32 {
             let k = format!("k{i:04}");
             if (i + round) % 4 == 0 {
-                db.delete(&w(), k.as_bytes()).unwrap();
+                db.delete_opt(k.as_bytes(), &w()).unwrap();
             } else {
-                db.put(&w(), k.as_bytes(), format!("{round}").as_bytes())
+                db.put_opt(k.as_bytes(), format!("{round}").as_bytes(), &w())
                     .unwrap();
             }
         }
@@ -44,13 +44,18 @@ fn iterators_hide_deletions_and_old_versions_both_ways() {
         }
     }
     let forward = scan(&db);
-    let mut backward: Vec<_> = db.scan(&r()).unwrap().rev().map(Result::unwrap).collect();
+    let mut backward: Vec<_> = db
+        .scan_opt(&r())
+        .unwrap()
+        .rev()
+        .map(Result::unwrap)
+        .collect();
     backward.reverse();
     assert_eq!(forward, backward);
     assert!(forward.iter().all(|(_, v)| v == b"2"));
     assert_eq!(forward.len(), 375);
     // Mixed directions on the cursor.
-    let mut it = db.iter(&r()).unwrap();
+    let mut it = db.iter_opt(&r()).unwrap();
     it.seek(b"k0100");
     let at = it.key().to_vec();
     it.next();
@@ -65,12 +70,12 @@ fn iterators_hide_deletions_and_old_versions_both_ways() {
 fn snapshots_see_exactly_the_writes_before_them() {
     let env = MemEnv::new();
     let db = Db::open(DIR, small_options(&env)).unwrap();
-    db.put(&w(), b"k", b"v1").unwrap();
+    db.put_opt(b"k", b"v1", &w()).unwrap();
     let s1 = db.snapshot();
-    db.put(&w(), b"k", b"v2").unwrap();
-    db.delete(&w(), b"k").unwrap();
+    db.put_opt(b"k", b"v2", &w()).unwrap();
+    db.delete_opt(b"k", &w()).unwrap();
     for i in 0..5000u32 {
-        db.put(&w(), format!("filler{i}").as_bytes(), &[0u8; 100])
+        db.put_opt(format!("filler{i}").as_bytes(), [0u8; 100], &w())
             .unwrap();
     }
     db.compact_range(None, None).unwrap();
@@ -80,17 +85,20 @@ fn snapshots_see_exactly_the_writes_before_them() {
             ..ReadOptions::default()
         }
     }
-    assert_eq!(db.get(&at(&s1), b"k").unwrap().as_deref(), Some(&b"v1"[..]));
-    assert_eq!(db.get(&r(), b"k").unwrap(), None);
+    assert_eq!(
+        db.get_opt(b"k", &at(&s1)).unwrap().as_deref(),
+        Some(&b"v1"[..])
+    );
+    assert_eq!(db.get_opt(b"k", &r()).unwrap(), None);
     let snap_scan: Vec<_> = db
-        .prefix(&at(&s1), b"k")
+        .prefix_opt(b"k", &at(&s1))
         .unwrap()
         .map(Result::unwrap)
         .collect();
     assert_eq!(snap_scan, vec![(b"k".to_vec(), b"v1".to_vec())]);
     let other = Db::open("/other", options(&env)).unwrap();
     assert!(matches!(
-        other.get(&at(&s1), b"k"),
+        other.get_opt(b"k", &at(&s1)),
         Err(Error::InvalidArgument(_))
     ));
 }
@@ -104,7 +112,8 @@ fn custom_comparator_orders_keys() {
     };
     let db = Db::open(DIR, opts.clone()).unwrap();
     for i in 0..3000u32 {
-        db.put(&w(), format!("{i:05}").as_bytes(), b"v").unwrap();
+        db.put_opt(format!("{i:05}").as_bytes(), b"v", &w())
+            .unwrap();
     }
     db.compact_range(None, None).unwrap();
     let keys: Vec<Vec<u8>> = scan(&db).into_iter().map(|(k, _)| k).collect();
@@ -151,7 +160,7 @@ fn prefix_returns_exactly_the_keys_starting_with_it_under_a_custom_comparator() 
     .unwrap();
     for user in 1..=5u32 {
         for time in 1..=4u64 {
-            db.put(&w(), &user_time_key(user, time), b"v").unwrap();
+            db.put_opt(user_time_key(user, time), b"v", &w()).unwrap();
         }
     }
     fn keys(range: impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>>) -> Vec<Vec<u8>> {
@@ -162,19 +171,19 @@ fn prefix_returns_exactly_the_keys_starting_with_it_under_a_custom_comparator() 
     for flushed in [false, true] {
         let prefix = 3u32.to_be_bytes();
         assert_eq!(
-            keys(db.prefix(&r(), &prefix).unwrap()),
+            keys(db.prefix_opt(prefix, &r()).unwrap()),
             newest_first,
             "{flushed}"
         );
         assert_eq!(
-            keys(db.prefix(&r(), &prefix).unwrap().rev()),
+            keys(db.prefix_opt(prefix, &r()).unwrap().rev()),
             oldest_first,
             "{flushed}"
         );
         // A prefix longer than the user id, and one every key has.
         let with_time = [&prefix[..], &[0; 7]].concat();
-        assert_eq!(keys(db.prefix(&r(), &with_time).unwrap()), newest_first);
-        assert_eq!(keys(db.prefix(&r(), &[0, 0, 0]).unwrap()).len(), 20);
+        assert_eq!(keys(db.prefix_opt(&with_time, &r()).unwrap()), newest_first);
+        assert_eq!(keys(db.prefix_opt([0, 0, 0], &r()).unwrap()).len(), 20);
         db.compact_range(None, None).unwrap();
     }
 }
@@ -185,15 +194,15 @@ fn oversized_keys_are_refused_and_nothing_is_applied() {
     let db = Db::open(DIR, options(&env)).unwrap();
     let mut batch = WriteBatch::new();
     batch.put(b"fine", b"v");
-    batch.put(&vec![0u8; MAX_KEY_SIZE + 1], b"v");
-    let err = db.write(&w(), batch).unwrap_err();
+    batch.put(vec![0u8; MAX_KEY_SIZE + 1], b"v");
+    let err = db.write_opt(batch, &w()).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
-    assert_eq!(db.get(&r(), b"fine").unwrap(), None);
+    assert_eq!(db.get_opt(b"fine", &r()).unwrap(), None);
     // The handle goes on, and the refused batch never reached the log.
-    db.put(&w(), b"after", b"v").unwrap();
+    db.put_opt(b"after", b"v", &w()).unwrap();
     drop(db);
     let db = Db::open(DIR, options(&env)).unwrap();
-    assert_eq!(db.get(&r(), b"fine").unwrap(), None);
+    assert_eq!(db.get_opt(b"fine", &r()).unwrap(), None);
     assert_eq!(scan(&db).len(), 1);
 }
 
@@ -206,7 +215,7 @@ fn properties_answer_leveldbs_names() {
     };
     let db = Db::open(DIR, opts).unwrap();
     for i in 0..5000u32 {
-        db.put(&w(), format!("{i:05}").as_bytes(), &[7u8; 100])
+        db.put_opt(format!("{i:05}").as_bytes(), [7u8; 100], &w())
             .unwrap();
     }
     db.compact_range(None, None).unwrap();
@@ -243,7 +252,8 @@ fn a_range_consumed_from_both_ends_yields_each_key_once() {
     let env = MemEnv::new();
     let db = Db::open(DIR, small_options(&env)).unwrap();
     for i in 0..500u32 {
-        db.put(&w(), format!("{i:04}").as_bytes(), b"v").unwrap();
+        db.put_opt(format!("{i:04}").as_bytes(), b"v", &w())
+            .unwrap();
     }
     for (start, end, expected) in [
         (0u32, 500u32, 500usize),
@@ -252,7 +262,7 @@ fn a_range_consumed_from_both_ends_yields_each_key_once() {
         (250, 250, 0),
     ] {
         let (s, e) = (format!("{start:04}"), format!("{end:04}"));
-        let mut range = db.range(&r(), s.as_bytes()..e.as_bytes()).unwrap();
+        let mut range = db.range_opt(s.as_bytes()..e.as_bytes(), &r()).unwrap();
         let mut seen = Vec::new();
         let mut from_back = false;
         loop {
@@ -279,18 +289,20 @@ fn a_ranges_back_end_started_late_sees_the_same_state_as_its_front() {
     let env = MemEnv::new();
     let db = Db::open(DIR, small_options(&env)).unwrap();
     for i in 0..300u32 {
-        db.put(&w(), format!("{i:04}").as_bytes(), b"old").unwrap();
+        db.put_opt(format!("{i:04}").as_bytes(), b"old", &w())
+            .unwrap();
     }
-    let mut range = db.scan(&r()).unwrap();
+    let mut range = db.scan_opt(&r()).unwrap();
     assert_eq!(range.next().unwrap().unwrap().0, b"0000");
     for i in 0..300u32 {
         if i % 2 == 0 {
-            db.delete(&w(), format!("{i:04}").as_bytes()).unwrap();
+            db.delete_opt(format!("{i:04}").as_bytes(), &w()).unwrap();
         } else {
-            db.put(&w(), format!("{i:04}").as_bytes(), b"new").unwrap();
+            db.put_opt(format!("{i:04}").as_bytes(), b"new", &w())
+                .unwrap();
         }
     }
-    db.put(&w(), b"9999", b"new").unwrap();
+    db.put_opt(b"9999", b"new", &w()).unwrap();
     db.compact_range(None, None).unwrap();
     let rest: Vec<(Vec<u8>, Vec<u8>)> = range.rev().map(Result::unwrap).collect();
     assert_eq!(rest.len(), 299);
@@ -315,35 +327,35 @@ fn get_pinned_borrows_table_blocks_and_matches_get() {
     .unwrap();
     let value = |i: u32| format!("value-{i:05}-{}", "x".repeat((i % 7) as usize)).into_bytes();
     for i in 0..2000u32 {
-        db.put(&w(), format!("k{i:05}").as_bytes(), &value(i))
+        db.put_opt(format!("k{i:05}").as_bytes(), value(i), &w())
             .unwrap();
     }
-    db.put(&w(), b"big", &[9u8; 5000]).unwrap();
-    db.delete(&w(), b"k00007").unwrap();
+    db.put_opt(b"big", [9u8; 5000], &w()).unwrap();
+    db.delete_opt(b"k00007", &w()).unwrap();
 
     // In the memtable: a copy.
-    let in_mem = db.get_pinned(&r(), b"k01999").unwrap().unwrap();
+    let in_mem = db.get_pinned_opt(b"k01999", &r()).unwrap().unwrap();
     assert_eq!(&*in_mem, &value(1999)[..]);
     assert!(!in_mem.is_pinned_in_block());
 
     db.compact_range(None, None).unwrap();
-    let pinned = db.get_pinned(&r(), b"k00042").unwrap().unwrap();
+    let pinned = db.get_pinned_opt(b"k00042", &r()).unwrap().unwrap();
     assert!(pinned.is_pinned_in_block());
     assert_eq!(&*pinned, &value(42)[..]);
-    let big = db.get_pinned(&r(), b"big").unwrap().unwrap();
+    let big = db.get_pinned_opt(b"big", &r()).unwrap().unwrap();
     assert!(
         !big.is_pinned_in_block(),
         "a blob value is read into a buffer"
     );
     assert_eq!(&*big, &[9u8; 5000][..]);
-    assert_eq!(db.get_pinned(&r(), b"k00007").unwrap(), None);
-    assert_eq!(db.get_pinned(&r(), b"absent").unwrap(), None);
+    assert_eq!(db.get_pinned_opt(b"k00007", &r()).unwrap(), None);
+    assert_eq!(db.get_pinned_opt(b"absent", &r()).unwrap(), None);
     for i in (0..2000u32).step_by(37) {
         let k = format!("k{i:05}");
-        let got = db.get_pinned(&r(), k.as_bytes()).unwrap();
+        let got = db.get_pinned_opt(k.as_bytes(), &r()).unwrap();
         assert_eq!(
             got.map(PinnedValue::into_vec),
-            db.get(&r(), k.as_bytes()).unwrap(),
+            db.get_opt(k.as_bytes(), &r()).unwrap(),
             "{k}"
         );
     }
@@ -351,13 +363,14 @@ fn get_pinned_borrows_table_blocks_and_matches_get() {
     // Every other block through the 16 KiB cache, new writes and a compaction that replaces
     // the table the value came from: the pinned block is the value's own.
     for i in 0..2000u32 {
-        db.get(&r(), format!("k{i:05}").as_bytes()).unwrap();
-        db.put(&w(), format!("k{i:05}").as_bytes(), b"new").unwrap();
+        db.get_opt(format!("k{i:05}").as_bytes(), &r()).unwrap();
+        db.put_opt(format!("k{i:05}").as_bytes(), b"new", &w())
+            .unwrap();
     }
     db.compact_range(None, None).unwrap();
     assert_eq!(&*pinned, &value(42)[..]);
     assert_eq!(
-        db.get(&r(), b"k00042").unwrap().as_deref(),
+        db.get_opt(b"k00042", &r()).unwrap().as_deref(),
         Some(&b"new"[..])
     );
 }

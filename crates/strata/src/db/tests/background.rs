@@ -11,15 +11,16 @@ fn many_writes_flush_compact_and_survive_reopen() {
     let n = 20_000u32;
     for i in 0..n {
         let k = format!("key{:06}", (i * 7919) % n);
-        db.put(
-            &w(),
+        db.put_opt(
             k.as_bytes(),
             format!("value{i}-{}", "x".repeat(50)).as_bytes(),
+            &w(),
         )
         .unwrap();
     }
     for i in (0..n).step_by(3) {
-        db.delete(&w(), format!("key{i:06}").as_bytes()).unwrap();
+        db.delete_opt(format!("key{i:06}").as_bytes(), &w())
+            .unwrap();
     }
     let files: usize = (0..NUM_LEVELS)
         .map(|l| {
@@ -37,7 +38,7 @@ fn many_writes_flush_compact_and_survive_reopen() {
     let check = |db: &Db| {
         for i in 0..n {
             let k = format!("key{i:06}");
-            let got = db.get(&r(), k.as_bytes()).unwrap();
+            let got = db.get_opt(k.as_bytes(), &r()).unwrap();
             assert_eq!(got.is_some(), i % 3 != 0, "{k}");
         }
         let all = scan(db);
@@ -73,12 +74,12 @@ fn files_per_level(db: &Db) -> Vec<usize> {
 fn overlapping_tables(env: &MemEnv) -> Db {
     let db = Db::open(DIR, options(env)).unwrap();
     for i in 0..200 {
-        db.put(&w(), format!("k{i:03}").as_bytes(), &[b'a'; 1000])
+        db.put_opt(format!("k{i:03}").as_bytes(), [b'a'; 1000], &w())
             .unwrap();
     }
     db.compact_range(None, None).unwrap();
     for i in (0..200).step_by(2) {
-        db.put(&w(), format!("k{i:03}").as_bytes(), &[b'b'; 1000])
+        db.put_opt(format!("k{i:03}").as_bytes(), [b'b'; 1000], &w())
             .unwrap();
     }
     // Flushes the memtable; the range holds nothing to compact.
@@ -107,7 +108,7 @@ fn lookups_that_read_two_files_trigger_a_seek_compaction() {
     // of even keys stop at level 1 and charge nothing.
     for _ in 0..3 {
         for i in (0..200).step_by(2) {
-            db.get(&r(), format!("k{i:03}").as_bytes()).unwrap();
+            db.get_opt(format!("k{i:03}").as_bytes(), &r()).unwrap();
         }
     }
     std::thread::sleep(std::time::Duration::from_millis(50));
@@ -116,13 +117,13 @@ fn lookups_that_read_two_files_trigger_a_seek_compaction() {
     // charges the level-1 table.
     for i in (1..199).step_by(2).cycle().take(100) {
         assert_eq!(
-            db.get(&r(), format!("k{i:03}").as_bytes()).unwrap(),
+            db.get_opt(format!("k{i:03}").as_bytes(), &r()).unwrap(),
             Some(vec![b'a'; 1000])
         );
     }
     assert_eq!(wait_for_level1_compaction(&db), [0, 0, 1, 0, 0, 0, 0]);
-    assert_eq!(db.get(&r(), b"k000").unwrap(), Some(vec![b'b'; 1000]));
-    assert_eq!(db.get(&r(), b"k001").unwrap(), Some(vec![b'a'; 1000]));
+    assert_eq!(db.get_opt(b"k000", &r()).unwrap(), Some(vec![b'b'; 1000]));
+    assert_eq!(db.get_opt(b"k001", &r()).unwrap(), Some(vec![b'a'; 1000]));
 }
 
 #[test]
@@ -135,7 +136,7 @@ fn scans_over_overlapping_files_trigger_a_seek_compaction() {
     // 1,000 scans, stopping as soon as the compaction has happened.
     let mut scans = 0;
     while files_per_level(&db)[1] == 1 && scans < 1000 {
-        let entries = db.scan(&r()).unwrap().count();
+        let entries = db.scan_opt(&r()).unwrap().count();
         assert_eq!(entries, 200);
         scans += 1;
     }
@@ -161,7 +162,7 @@ fn a_manual_compaction_ends_while_writes_go_on() {
     let env = MemEnv::new();
     let db = Arc::new(Db::open(DIR, small_options(&env)).unwrap());
     for i in 0..2000u32 {
-        db.put(&w(), format!("a{i:05}").as_bytes(), &[b'v'; 100])
+        db.put_opt(format!("a{i:05}").as_bytes(), [b'v'; 100], &w())
             .unwrap();
     }
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -171,9 +172,9 @@ fn a_manual_compaction_ends_while_writes_go_on() {
             let mut i = 0u32;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let mut batch = WriteBatch::new();
-                batch.put(format!("a{:05}", i % 50_000).as_bytes(), &[b'w'; 100]);
-                batch.put(b"z", &i.to_le_bytes());
-                db.write(&w(), batch).unwrap();
+                batch.put(format!("a{:05}", i % 50_000).as_bytes(), [b'w'; 100]);
+                batch.put(b"z", i.to_le_bytes());
+                db.write_opt(batch, &w()).unwrap();
                 i += 1;
             }
         })
@@ -227,7 +228,7 @@ fn tables_on_disk_and_live(env: &MemEnv, db: &Db) -> (Vec<u64>, Vec<u64>) {
 fn fill_tables(db: &Db, round: u32) {
     for i in 0..3000u32 {
         let key = format!("key{:05}", (i * 7919) % 3000);
-        db.put(&w(), key.as_bytes(), format!("{round}:{i:0>80}").as_bytes())
+        db.put_opt(key.as_bytes(), format!("{round}:{i:0>80}").as_bytes(), &w())
             .unwrap();
     }
 }
@@ -252,8 +253,8 @@ fn tables_a_cursor_reads_stay_until_it_is_dropped_then_go() {
     fill_tables(&db, 0);
     db.compact_range(None, None).unwrap();
     let (_, before) = tables_on_disk_and_live(&env, &db);
-    let mut cursor = db.iter(&r()).unwrap();
-    let range = db.scan(&r()).unwrap();
+    let mut cursor = db.iter_opt(&r()).unwrap();
+    let range = db.scan_opt(&r()).unwrap();
     fill_tables(&db, 1);
     db.compact_range(None, None).unwrap();
     let (on_disk, live) = tables_on_disk_and_live(&env, &db);
@@ -287,7 +288,7 @@ fn tables_a_cursor_reads_stay_until_it_is_dropped_then_go() {
 fn a_panic_while_the_state_mutex_is_held_poisons_the_database() {
     let env = MemEnv::new();
     let db = Db::open(DIR, options(&env)).unwrap();
-    db.put(&w(), b"k", b"v").unwrap();
+    db.put_opt(b"k", b"v", &w()).unwrap();
     let inner = db.inner.clone();
     let panicked = std::thread::spawn(move || {
         let _state = inner.state.lock().unwrap();
@@ -295,9 +296,9 @@ fn a_panic_while_the_state_mutex_is_held_poisons_the_database() {
     })
     .join();
     assert!(panicked.is_err());
-    let e = db.put(&w(), b"k", b"w").unwrap_err();
+    let e = db.put_opt(b"k", b"w", &w()).unwrap_err();
     assert!(e.is_poisoned(), "{e}");
-    assert_eq!(db.get(&r(), b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    assert_eq!(db.get_opt(b"k", &r()).unwrap().as_deref(), Some(&b"v"[..]));
     let e = db.compact_range(None, None).unwrap_err();
     assert!(e.is_poisoned(), "{e}");
 }

@@ -55,5 +55,5 @@ fn r() -> ReadOptions<'static> {
 }
 
 fn scan(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
-    db.scan(&r()).unwrap().map(Result::unwrap).collect()
+    db.scan_opt(&r()).unwrap().map(Result::unwrap).collect()
 }

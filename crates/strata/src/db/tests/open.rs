@@ -103,7 +103,8 @@ fn read_only_open_writes_nothing() {
     let env = MemEnv::new();
     let db = Db::open(DIR, small_options(&env)).unwrap();
     for i in 0..3000u32 {
-        db.put(&w(), format!("{i:05}").as_bytes(), b"v").unwrap();
+        db.put_opt(format!("{i:05}").as_bytes(), b"v", &w())
+            .unwrap();
     }
     drop(db);
     let before = env.snapshot();
@@ -117,7 +118,7 @@ fn read_only_open_writes_nothing() {
     drop(ro2);
     assert_eq!(scan(&ro).len(), 3000);
     assert!(matches!(
-        ro.put(&w(), b"x", b"y"),
+        ro.put_opt(b"x", b"y", &w()),
         Err(Error::NotSupported(_))
     ));
     assert!(matches!(
@@ -151,7 +152,7 @@ fn destroy_removes_the_database() {
     let env = MemEnv::new();
     let opts = options(&env);
     let db = Db::open(DIR, opts.clone()).unwrap();
-    db.put(&w(), b"k", b"v").unwrap();
+    db.put_opt(b"k", b"v", &w()).unwrap();
     assert!(matches!(
         crate::destroy(DIR, &opts),
         Err(Error::Locked { .. })
@@ -213,7 +214,7 @@ fn destroy_keeps_what_is_not_the_databases_and_the_directory_holding_it() {
     let opts = options(&env);
     let db = Db::open(DIR, small_options(&env)).unwrap();
     for i in 0..2000u32 {
-        db.put(&w(), format!("{i:05}").as_bytes(), &[1u8; 100])
+        db.put_opt(format!("{i:05}").as_bytes(), [1u8; 100], &w())
             .unwrap();
     }
     drop(db);
@@ -233,7 +234,7 @@ fn destroy_removes_a_database_made_with_another_comparator() {
         ..options(&env)
     };
     let db = Db::open(DIR, made).unwrap();
-    db.put(&w(), b"k", b"v").unwrap();
+    db.put_opt(b"k", b"v", &w()).unwrap();
     drop(db);
     crate::destroy(DIR, &options(&env)).unwrap();
     assert!(!env.exists(Path::new(DIR)));
@@ -259,8 +260,8 @@ fn reuse_logs_keeps_appending_to_the_last_log() {
         ..options(&env)
     };
     let db = Db::open(DIR, reuse()).unwrap();
-    db.put(&w(), b"a", b"1").unwrap();
-    db.put(&w(), b"b", b"2").unwrap();
+    db.put_opt(b"a", b"1", &w()).unwrap();
+    db.put_opt(b"b", b"2", &w()).unwrap();
     drop(db);
     let log = files_named(&env, "log");
     assert_eq!(log.len(), 1);
@@ -270,8 +271,8 @@ fn reuse_logs_keeps_appending_to_the_last_log() {
     let db = Db::open(DIR, reuse()).unwrap();
     assert_eq!(files_named(&env, "log"), log);
     assert!(files_named(&env, "ldb").is_empty());
-    assert_eq!(db.get(&r(), b"a").unwrap().as_deref(), Some(&b"1"[..]));
-    db.put(&w(), b"c", b"3").unwrap();
+    assert_eq!(db.get_opt(b"a", &r()).unwrap().as_deref(), Some(&b"1"[..]));
+    db.put_opt(b"c", b"3", &w()).unwrap();
     assert!(env.file_size(&Path::new(DIR).join(&log[0])).unwrap() > len);
     drop(db);
 
@@ -297,8 +298,8 @@ fn reuse_logs_does_not_append_after_a_torn_tail() {
         ..options(&env)
     };
     let db = Db::open(DIR, reuse(false)).unwrap();
-    db.put(&w(), b"kept", b"1").unwrap();
-    db.put(&w(), b"torn", b"2").unwrap();
+    db.put_opt(b"kept", b"1", &w()).unwrap();
+    db.put_opt(b"torn", b"2", &w()).unwrap();
     drop(db);
     let log = files_named(&env, "log");
     let path = Path::new(DIR).join(&log[0]);
@@ -308,9 +309,12 @@ fn reuse_logs_does_not_append_after_a_torn_tail() {
 
     let db = Db::open(DIR, reuse(false)).unwrap();
     assert_ne!(files_named(&env, "log"), log, "a torn log was reused");
-    assert_eq!(db.get(&r(), b"kept").unwrap().as_deref(), Some(&b"1"[..]));
-    assert_eq!(db.get(&r(), b"torn").unwrap(), None);
-    db.put(&w(), b"after", b"3").unwrap();
+    assert_eq!(
+        db.get_opt(b"kept", &r()).unwrap().as_deref(),
+        Some(&b"1"[..])
+    );
+    assert_eq!(db.get_opt(b"torn", &r()).unwrap(), None);
+    db.put_opt(b"after", b"3", &w()).unwrap();
     drop(db);
     // Nothing was appended after damage, so even a strict open finds none.
     let db = Db::open(DIR, reuse(true)).unwrap();
@@ -338,9 +342,9 @@ fn a_thread_that_cannot_be_started_fails_the_open_and_leaves_nothing_running() {
         );
         // Released: it opens again at once, and works.
         let db = Db::open(DIR, opts.clone()).unwrap();
-        db.put(&w(), b"k", name.as_bytes()).unwrap();
+        db.put_opt(b"k", name.as_bytes(), &w()).unwrap();
         assert_eq!(
-            db.get(&r(), b"k").unwrap().as_deref(),
+            db.get_opt(b"k", &r()).unwrap().as_deref(),
             Some(name.as_bytes())
         );
     }
@@ -358,10 +362,10 @@ fn a_file_numbered_beyond_any_database_is_left_alone() {
         crate::env::write_file(&env, &path, b"not ours", true).unwrap();
     }
     let db = Db::open(DIR, options(&env)).unwrap();
-    db.put(&w(), b"k", b"v").unwrap();
+    db.put_opt(b"k", b"v", &w()).unwrap();
     drop(db);
     let db = Db::open(DIR, options(&env)).unwrap();
-    assert_eq!(db.get(&r(), b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    assert_eq!(db.get_opt(b"k", &r()).unwrap().as_deref(), Some(&b"v"[..]));
     assert!(env.exists(&Path::new(DIR).join("18446744073709551615.log")));
 }
 
