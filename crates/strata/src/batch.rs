@@ -8,6 +8,8 @@
 //!         0x00 ‖ length-prefixed key                             (delete)
 //!         0x02 ‖ length-prefixed key ‖ length-prefixed pointer   (put of a value kept in a
 //!                                                                 blob file; strata only)
+//!         0x03 ‖ length-prefixed start ‖ length-prefixed end     (delete of [start, end);
+//!                                                                 strata only)
 //! ```
 //!
 //! Operation `i` gets sequence number `seqno + i`.
@@ -40,6 +42,8 @@ pub struct WriteBatch {
     /// Some operation is a blob pointer: set where one can come in (`put_blob_pointer`,
     /// `decode`, `append`), so the write path need not decode the batch to ask.
     blob_pointers: bool,
+    /// Some operation is a range deletion (`delete_range`, `decode`, `append`).
+    range_deletions: bool,
 }
 
 impl Default for WriteBatch {
@@ -60,11 +64,11 @@ impl std::fmt::Debug for WriteBatch {
 /// One operation of a batch, borrowed from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchOp<'a> {
-    /// Put or delete.
+    /// Put, delete, or range deletion.
     pub kind: ValueKind,
-    /// The user key.
+    /// The user key; a range deletion's start.
     pub key: &'a [u8],
-    /// The value; empty for a delete.
+    /// The value; empty for a delete; a range deletion's end.
     pub value: &'a [u8],
 }
 
@@ -74,6 +78,7 @@ impl WriteBatch {
         WriteBatch {
             rep: vec![0; BATCH_HEADER_LEN],
             blob_pointers: false,
+            range_deletions: false,
         }
     }
 
@@ -85,6 +90,7 @@ impl WriteBatch {
         WriteBatch {
             rep,
             blob_pointers: false,
+            range_deletions: false,
         }
     }
 
@@ -141,6 +147,37 @@ impl WriteBatch {
         put_length_prefixed(&mut self.rep, key);
     }
 
+    /// Adds a deletion of every key in `[start, end)` (in the database's key order): one
+    /// operation, however many keys the range holds. A key the range deletes and that a later
+    /// operation of the same batch puts is there after the batch.
+    ///
+    /// A database that has applied a range deletion can no longer be opened by LevelDB (see
+    /// [`Db::delete_range`](crate::Db::delete_range)).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let mut batch = strata::WriteBatch::new();
+    /// batch.delete_range("user:42:", "user:42;");
+    /// batch.put("user:42:name", "new");
+    /// assert_eq!(batch.count(), 2);
+    /// ```
+    pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
+        let (start, end) = (start.as_ref(), end.as_ref());
+        self.rep
+            .reserve(1 + 2 * crate::coding::MAX_VARINT32_LEN + start.len() + end.len());
+        self.set_count(self.count() + 1);
+        self.range_deletions = true;
+        self.rep.push(ValueKind::RangeDeletion as u8);
+        put_length_prefixed(&mut self.rep, start);
+        put_length_prefixed(&mut self.rep, end);
+    }
+
+    /// True if some operation is a range deletion.
+    pub(crate) fn has_range_deletions(&self) -> bool {
+        self.range_deletions
+    }
+
     /// Removes every operation.
     pub fn clear(&mut self) {
         self.rep.clear();
@@ -194,7 +231,7 @@ impl WriteBatch {
         }
         let mut decoder = Decoder::new(&record[BATCH_HEADER_LEN..]);
         let mut found = 0u32;
-        let mut blob_pointers = false;
+        let (mut blob_pointers, mut range_deletions) = (false, false);
         while !decoder.is_empty() {
             let at = (BATCH_HEADER_LEN + decoder.position()) as u64;
             let op = next_op(&mut decoder).map_err(|reason| RecordError::new(at, reason))?;
@@ -204,11 +241,13 @@ impl WriteBatch {
                 }
                 blob_pointers = true;
             }
+            range_deletions |= op.kind == ValueKind::RangeDeletion;
             found += 1;
         }
         let batch = WriteBatch {
             rep: record.to_vec(),
             blob_pointers,
+            range_deletions,
         };
         if found != batch.count() {
             return Err(RecordError::new(
@@ -237,6 +276,7 @@ impl WriteBatch {
         self.set_count(self.count() + other.count());
         self.rep.extend_from_slice(&other.rep[BATCH_HEADER_LEN..]);
         self.blob_pointers |= other.blob_pointers;
+        self.range_deletions |= other.range_deletions;
     }
 
     /// The operations in order.
@@ -251,10 +291,11 @@ impl WriteBatch {
 /// look inside a blob pointer (`decode` does, once).
 fn next_op<'a>(decoder: &mut Decoder<'a>) -> Result<BatchOp<'a>, &'static str> {
     match decoder.u8().and_then(ValueKind::from_byte) {
-        Some(kind @ (ValueKind::Value | ValueKind::BlobPointer)) => {
+        Some(kind @ (ValueKind::Value | ValueKind::BlobPointer | ValueKind::RangeDeletion)) => {
             match (decoder.length_prefixed(), decoder.length_prefixed()) {
                 (Some(key), Some(value)) => Ok(BatchOp { kind, key, value }),
                 _ if kind == ValueKind::Value => Err("bad put in write batch"),
+                _ if kind == ValueKind::RangeDeletion => Err("bad range deletion in write batch"),
                 _ => Err("bad blob pointer in write batch"),
             }
         }

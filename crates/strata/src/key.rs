@@ -39,6 +39,11 @@ pub enum ValueKind {
     /// [`BlobPointer`](crate::blob::BlobPointer) to it. Not a LevelDB kind: only databases that
     /// use key-value separation hold it (see `docs/blobs.md`).
     BlobPointer = 2,
+    /// A range deletion in a write batch: the operation's key is the range's start, its value
+    /// the range's end (see `range_del`). Not a LevelDB kind, and never in an internal key:
+    /// range deletions are kept apart from the entries ([`ParsedInternalKey::parse`] refuses
+    /// the kind).
+    RangeDeletion = 3,
 }
 
 impl ValueKind {
@@ -56,13 +61,14 @@ impl ValueKind {
             0 => Some(ValueKind::Deletion),
             1 => Some(ValueKind::Value),
             2 => Some(ValueKind::BlobPointer),
+            3 => Some(ValueKind::RangeDeletion),
             _ => None,
         }
     }
 
     /// True for the kinds that set a value: `Value` and `BlobPointer`.
     pub fn is_value(self) -> bool {
-        self != ValueKind::Deletion
+        matches!(self, ValueKind::Value | ValueKind::BlobPointer)
     }
 }
 
@@ -92,12 +98,13 @@ pub struct ParsedInternalKey<'a> {
 }
 
 impl<'a> ParsedInternalKey<'a> {
-    /// Parses an internal key; `None` if it is shorter than 8 bytes or its kind is unknown.
+    /// Parses an internal key; `None` if it is shorter than 8 bytes or its kind is unknown
+    /// or one no internal key has ([`ValueKind::RangeDeletion`]).
     #[inline]
     pub fn parse(internal_key: &'a [u8]) -> Option<Self> {
         let split = internal_key.len().checked_sub(TAG_LEN)?;
         let tag = decode_fixed64(&internal_key[split..])?;
-        let kind = ValueKind::from_byte(tag as u8)?;
+        let kind = ValueKind::from_byte(tag as u8).filter(|&k| k != ValueKind::RangeDeletion)?;
         Some(ParsedInternalKey {
             user_key: &internal_key[..split],
             seqno: tag >> 8,

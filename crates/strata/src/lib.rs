@@ -82,6 +82,7 @@ pub mod key;
 pub mod log;
 mod memtable;
 mod options;
+mod range_del;
 mod repair;
 mod snapshot;
 pub mod table;

@@ -114,6 +114,8 @@ impl Dumper {
                     ValueKind::Value => "put",
                     ValueKind::BlobPointer => "blob",
                     ValueKind::Deletion => "del",
+                    // `parse` refuses the kind: no internal key has it.
+                    ValueKind::RangeDeletion => "range-del",
                 }
             ),
             None => format!(
@@ -299,6 +301,11 @@ fn dump_batch(
                 show_blob_pointer(op.value)
             ))?,
             ValueKind::Deletion => d.line(format_args!("  del {}", d.key(op.key)))?,
+            ValueKind::RangeDeletion => d.line(format_args!(
+                "  delete-range {} .. {}",
+                d.key(op.key),
+                d.key(op.value)
+            ))?,
         }
     }
     Ok(())
@@ -374,6 +381,22 @@ fn dump_edit(
     for (number, log) in &edit.blob_tombstones {
         d.line(format_args!(
             "  tombstone for blob file {number:06}: log {log:06} and older may point into it"
+        ))?;
+    }
+    for t in &edit.new_range_tombstones {
+        d.line(format_args!(
+            "  add range deletion @ {}: {} .. {}",
+            t.seqno,
+            d.key(&t.start),
+            d.key(&t.end)
+        ))?;
+    }
+    for seqno in &edit.dropped_range_tombstones {
+        d.line(format_args!("  drop range deletion @ {seqno}"))?;
+    }
+    for (number, horizon) in &edit.range_deletion_horizons {
+        d.line(format_args!(
+            "  table {number:06}: range deletions up to @ {horizon} applied"
         ))?;
     }
     Ok(())

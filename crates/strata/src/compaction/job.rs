@@ -95,6 +95,8 @@ pub(crate) fn run(
 ) -> Result<bool> {
     let mut input = input_iterator(files, c)?;
     input.seek_to_first();
+    // The version's range deletions that every snapshot sees delete what they cover.
+    let range_deletions = c.input_version.range_fragments.clone();
     let ucmp = files.icmp.user_comparator().clone();
     let mut current: Option<Output> = None;
     let mut current_user_key: Option<Vec<u8>> = None;
@@ -131,10 +133,15 @@ pub(crate) fn run(
             // (A) a newer entry for this key is visible to every snapshot, so this one is
             // hidden from all of them; (B) a tombstone every snapshot sees, with nothing older
             // below to hide, hides nothing.
+            // (C) a range deletion every snapshot sees is newer and covers it.
             let drop = last_seqno_for_key <= smallest_snapshot
                 || (parsed.kind == ValueKind::Deletion
                     && parsed.seqno <= smallest_snapshot
-                    && c.is_base_level_for_key(parsed.user_key));
+                    && c.is_base_level_for_key(parsed.user_key))
+                || range_deletions.as_ref().is_some_and(|r| {
+                    r.covering(parsed.user_key, smallest_snapshot)
+                        .is_some_and(|t| parsed.seqno < t)
+                });
             last_seqno_for_key = parsed.seqno;
             if !drop {
                 if current.is_none() {

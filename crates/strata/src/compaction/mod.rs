@@ -28,7 +28,8 @@ pub(crate) struct Compaction {
     pub(crate) edit: VersionEdit,
     pub(crate) max_output_file_size: u64,
     icmp: InternalKeyComparator,
-    /// Manual compactions never move a file trivially.
+    /// Manual compactions, and rewrites that apply range deletions, never move a file
+    /// trivially.
     pub(crate) manual: bool,
     // State of `should_stop_before`.
     grandparent_index: usize,

@@ -20,13 +20,17 @@ use crate::key::{user_key, InternalKeyComparator};
 use crate::version::version::{total_file_size, LiveFile, Version};
 use crate::version::{VersionEdit, NUM_LEVELS};
 
-/// Picks the next compaction, if any level needs one.
+/// Picks the next compaction, if any level needs one, or else a table that holds entries a
+/// range deletion every snapshot sees has deleted (`oldest_snapshot`): it is rewritten one
+/// level down without them, never merely moved.
 pub(crate) fn pick_compaction(
     version: &Arc<Version>,
     compact_pointers: &[Vec<u8>; NUM_LEVELS],
     icmp: &InternalKeyComparator,
     max_file_size: u64,
+    oldest_snapshot: u64,
 ) -> Option<Compaction> {
+    let mut rewrite = false;
     let (level, first) = if version.compaction_score >= 1.0 {
         let level = version.compaction_level;
         let files = &version.files[level];
@@ -43,7 +47,13 @@ pub(crate) fn pick_compaction(
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let (file, level) = slot?;
+        let (file, level) = match slot {
+            Some(slot) => slot,
+            None => {
+                rewrite = true;
+                version.file_with_range_deleted_entries(oldest_snapshot)?
+            }
+        };
         (level, file)
     };
     let mut inputs0 = vec![first];
@@ -57,7 +67,7 @@ pub(crate) fn pick_compaction(
         level,
         inputs0,
         max_file_size,
-        false,
+        rewrite,
     ))
 }
 
@@ -238,7 +248,7 @@ mod tests {
         files[0] = vec![file(1, "a", "c", MB)];
         files[1] = vec![file(2, "a", "z", MB)];
         let v = Arc::new(Version::new(icmp(), files));
-        assert!(pick_compaction(&v, &Default::default(), &icmp(), 2 * MB).is_none());
+        assert!(pick_compaction(&v, &Default::default(), &icmp(), 2 * MB, u64::MAX).is_none());
     }
 
     #[test]
@@ -258,7 +268,8 @@ mod tests {
         files[2] = vec![file(3, "a", "z", MB)];
         let v = Arc::new(Version::new(icmp(), files));
         assert_eq!(v.compaction_level, 0);
-        let c = pick_compaction(&v, &Default::default(), &icmp(), 2 * MB).expect("L0 is full");
+        let c = pick_compaction(&v, &Default::default(), &icmp(), 2 * MB, u64::MAX)
+            .expect("L0 is full");
         let numbers = |fs: &[Arc<LiveFile>]| {
             let mut n: Vec<u64> = fs.iter().map(|f| f.number).collect();
             n.sort();
@@ -285,14 +296,14 @@ mod tests {
         let v = Arc::new(Version::new(icmp(), files));
         assert_eq!(v.compaction_level, 1);
         let mut pointers: [Vec<u8>; NUM_LEVELS] = Default::default();
-        let c = pick_compaction(&v, &pointers, &icmp(), 2 * MB).unwrap();
+        let c = pick_compaction(&v, &pointers, &icmp(), 2 * MB, u64::MAX).unwrap();
         assert_eq!(c.inputs[0][0].number, 1);
         assert!(c.is_trivial_move());
         pointers[1] = c.edit.compact_pointers[0].1.clone();
-        let c = pick_compaction(&v, &pointers, &icmp(), 2 * MB).unwrap();
+        let c = pick_compaction(&v, &pointers, &icmp(), 2 * MB, u64::MAX).unwrap();
         assert_eq!(c.inputs[0][0].number, 2);
         pointers[1] = ikey("k7z", 100);
-        let c = pick_compaction(&v, &pointers, &icmp(), 2 * MB).unwrap();
+        let c = pick_compaction(&v, &pointers, &icmp(), 2 * MB, u64::MAX).unwrap();
         assert_eq!(c.inputs[0][0].number, 1, "wraps around");
     }
 
@@ -314,7 +325,7 @@ mod tests {
         });
         files[1] = vec![a, b];
         let v = Arc::new(Version::new(icmp(), files));
-        let c = pick_compaction(&v, &Default::default(), &icmp(), 2 * MB).unwrap();
+        let c = pick_compaction(&v, &Default::default(), &icmp(), 2 * MB, u64::MAX).unwrap();
         let numbers: Vec<u64> = c.inputs[0].iter().map(|f| f.number).collect();
         assert_eq!(numbers, vec![1, 2]);
     }
@@ -325,9 +336,9 @@ mod tests {
         files[1] = vec![file(1, "a", "c", MB)];
         files[2] = vec![file(2, "b", "d", MB)];
         let v = Arc::new(Version::new(icmp(), files));
-        assert!(pick_compaction(&v, &Default::default(), &icmp(), 2 * MB).is_none());
+        assert!(pick_compaction(&v, &Default::default(), &icmp(), 2 * MB, u64::MAX).is_none());
         *v.file_to_compact.lock().unwrap() = Some((v.files[1][0].clone(), 1));
-        let c = pick_compaction(&v, &Default::default(), &icmp(), 2 * MB).unwrap();
+        let c = pick_compaction(&v, &Default::default(), &icmp(), 2 * MB, u64::MAX).unwrap();
         assert_eq!(
             (c.level, c.inputs[0][0].number, c.inputs[1][0].number),
             (1, 1, 2)

@@ -53,6 +53,10 @@ enum Work {
     Manual,
     Compaction,
     BlobChanges,
+    /// A writer waits to log its first range deletion: the MANIFEST is marked first.
+    MarkRangeDeletions,
+    /// Range deletions that delete nothing any more leave the version.
+    DropRangeTombstones(Vec<u64>),
 }
 
 fn next_work(inner: &DbInner, state: &DbState) -> Option<Work> {
@@ -62,6 +66,9 @@ fn next_work(inner: &DbInner, state: &DbState) -> Option<Work> {
     if state.imm.is_some() {
         return Some(Work::Flush);
     }
+    if state.range_marker_wanted && !state.versions.range_marked {
+        return Some(Work::MarkRangeDeletions);
+    }
     if state.blob_gc.has_due(inner.snapshots.oldest()) {
         return Some(Work::BlobChanges);
     }
@@ -69,12 +76,21 @@ fn next_work(inner: &DbInner, state: &DbState) -> Option<Work> {
         return Some(Work::Manual);
     }
     let v = state.versions.current();
+    let mut range_due = false;
+    if !v.range_tombstones.is_empty() {
+        let oldest = oldest_snapshot(inner, state);
+        let droppable = v.droppable_range_tombstones(oldest);
+        if !droppable.is_empty() {
+            return Some(Work::DropRangeTombstones(droppable));
+        }
+        range_due = v.file_with_range_deleted_entries(oldest).is_some();
+    }
     let seek_due = v
         .file_to_compact
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .is_some();
-    (v.compaction_score >= 1.0 || seek_due).then_some(Work::Compaction)
+    (v.compaction_score >= 1.0 || seek_due || range_due).then_some(Work::Compaction)
 }
 
 /// Waits until the background thread has no work: see [`Db::wait_for_compactions`].
@@ -111,6 +127,18 @@ fn run(inner: &Arc<DbInner>) {
         state = match work {
             Work::Flush => flush_memtable(inner, state),
             Work::BlobChanges => apply_blob_changes(inner, state),
+            Work::MarkRangeDeletions => {
+                state.versions.request_range_deletion_marker();
+                let note = "marked the MANIFEST for range deletions";
+                apply_edit(inner, state, VersionEdit::default(), note)
+            }
+            Work::DropRangeTombstones(seqnos) => {
+                let edit = VersionEdit {
+                    dropped_range_tombstones: seqnos.into_iter().collect(),
+                    ..VersionEdit::default()
+                };
+                apply_edit(inner, state, edit, "dropped range deletions no entry needs")
+            }
             Work::Manual => manual_step(inner, state),
             Work::Compaction => {
                 let c = pick(inner, &state);
@@ -131,7 +159,16 @@ fn pick(inner: &DbInner, state: &DbState) -> Option<Compaction> {
         &state.versions.compact_pointers,
         &inner.icmp,
         inner.options.max_file_size as u64,
+        oldest_snapshot(inner, state),
     )
+}
+
+/// The seqno every snapshot sees: the oldest live snapshot's, or the last written.
+fn oldest_snapshot(inner: &DbInner, state: &DbState) -> u64 {
+    inner
+        .snapshots
+        .oldest()
+        .unwrap_or(state.versions.last_sequence)
 }
 
 /// Logs and applies `edit`, writing and syncing the MANIFEST with the state mutex released, so
@@ -151,6 +188,25 @@ pub(crate) fn log_and_apply_unlocked<'a>(
     let mut state = inner.lock_state();
     let result = state.versions.finish_apply(pending, written);
     (state, result)
+}
+
+/// Logs and applies a bookkeeping `edit` (no table in it), then publishes the new view.
+fn apply_edit<'a>(
+    inner: &'a DbInner,
+    state: Guard<'a>,
+    mut edit: VersionEdit,
+    note: &'static str,
+) -> Guard<'a> {
+    let (mut state, result) = log_and_apply_unlocked(inner, state, &mut edit);
+    match result {
+        Ok(()) => {
+            info!(inner, "{note}");
+            inner.publish_view(&state);
+        }
+        Err(e) => record_error(inner, &mut state, e),
+    }
+    inner.bg_done.notify_all();
+    state
 }
 
 /// Keeps the first background error and wakes everyone who waits on background work.
@@ -340,7 +396,15 @@ fn run_compaction<'a>(
             stats.bytes_read += c.input_bytes();
             stats.bytes_written += written;
             c.add_input_deletions();
+            // The job applied every range deletion of its version that every snapshot saw.
+            let horizon = c
+                .input_version
+                .newest_range_tombstone()
+                .min(smallest_snapshot);
             for o in outputs {
+                if horizon > 0 {
+                    c.edit.range_deletion_horizons.push((o.number, horizon));
+                }
                 c.edit.new_files.push((c.level + 1, o));
             }
             let (s, applied) = log_and_apply_unlocked(inner, state, &mut c.edit);

@@ -416,8 +416,10 @@ impl DbInner {
     fn newest_entry(&self, key: &[u8]) -> Result<Option<(ValueKind, Vec<u8>)>> {
         let seqno = self.visible_seqno.load(Ordering::Acquire);
         let view = self.view.load();
+        // A value a range deletion covers is not live: relocating it would bring it back.
+        let floor = view.range_deletion_floor(key, seqno);
         for mem in std::iter::once(&view.mem).chain(&view.imm) {
-            match mem.get(key, seqno) {
+            match mem.get_above(key, seqno, floor) {
                 Some(MemLookup::Value(v)) => return Ok(Some((ValueKind::Value, v.to_vec()))),
                 Some(MemLookup::BlobPointer(p)) => {
                     return Ok(Some((ValueKind::BlobPointer, p.to_vec())))
@@ -430,7 +432,9 @@ impl DbInner {
             verify_checksums: true,
             fill_cache: false,
         };
-        let (found, _) = view.version.get(&read, &self.table_cache, key, seqno)?;
+        let (found, _) = view
+            .version
+            .get(&read, &self.table_cache, key, seqno, floor)?;
         Ok(match found {
             TableLookup::Value(v) => Some((ValueKind::Value, v.to_vec())),
             TableLookup::BlobPointer(p) => Some((ValueKind::BlobPointer, p.to_vec())),

@@ -460,7 +460,7 @@ pub(crate) fn newest_older_pointer(
         let covers = ucmp.compare(key, user_key(&f.smallest)).is_ge()
             && ucmp.compare(key, user_key(&f.largest)).is_le();
         if covers {
-            found = lookup_in_table(&inner.table_cache, f, &read, &seek_key, ucmp)?;
+            found = lookup_in_table(&inner.table_cache, f, &read, &seek_key, ucmp, 0)?;
             if found.is_some() {
                 break;
             }
@@ -468,7 +468,7 @@ pub(crate) fn newest_older_pointer(
     }
     let found = match found {
         Some(f) => f,
-        None => version.get(&read, &inner.table_cache, key, MAX_SEQNO)?.0,
+        None => version.get(&read, &inner.table_cache, key, MAX_SEQNO, 0)?.0,
     };
     Ok(match found {
         TableLookup::BlobPointer(p) => BlobPointer::decode(&p),

@@ -81,10 +81,16 @@ pub(crate) fn write_level0_table(
         })?;
         edit.blob_garbage.extend(garbage);
     }
+    // The memtable's range deletions enter the version with its table (or without one, when
+    // it held nothing else).
+    edit.new_range_tombstones.extend(mem.range_tombstones());
     if let Some(m) = meta {
         state.stats[0].micros += start.elapsed().as_micros() as u64;
         state.stats[0].bytes_written += m.file_size;
         info!(inner, "level-0 table {number}: {} bytes", m.file_size);
+        // Its entries are newer than every range deletion of the version.
+        edit.range_deletion_horizons
+            .push((m.number, base.newest_range_tombstone()));
         edit.new_files.push((0, m));
     }
     Ok(())
@@ -126,6 +132,9 @@ pub(crate) fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) 
         }
         edit.new_blob_files = blob_files;
         edit.blob_garbage = garbage;
+        // The memtable's range deletions enter the version with its table (or alone, when it
+        // held nothing else); the table's entries are newer than every one already there.
+        edit.new_range_tombstones = imm.range_tombstones();
         let mut level = 0;
         if let Some(meta) = meta {
             // While a compaction runs, its outputs may span gaps between its inputs, so a
@@ -144,6 +153,10 @@ pub(crate) fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) 
                 inner,
                 "flushed memtable to table {number} at level {level}: {} bytes", meta.file_size
             );
+            if !base.range_tombstones.is_empty() {
+                edit.range_deletion_horizons
+                    .push((meta.number, base.newest_range_tombstone()));
+            }
             edit.new_files.push((level, meta));
         }
         edit.log_number = Some(state.log_number);

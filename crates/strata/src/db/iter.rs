@@ -148,6 +148,9 @@ pub struct DbIterator {
     resolved: OnceCell<Result<Vec<u8>>>,
     blob_cache: Arc<BlobCache>,
     verify_checksums: bool,
+    /// The view's range deletions (empty for nearly every database): a value one of them
+    /// covers and is newer than is hidden as a deletion is.
+    range_deletions: Vec<Arc<crate::range_del::Fragments>>,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -217,6 +220,7 @@ impl CursorSource {
             resolved: OnceCell::new(),
             blob_cache: self.blob_cache.clone(),
             verify_checksums: self.read.verify_checksums,
+            range_deletions: view.range_fragment_sets(),
         })
     }
 }
@@ -316,6 +320,23 @@ impl DbIterator {
         self.stop();
     }
 
+    /// The entry's kind, or `Deletion` for a value a visible range deletion covers (`parse`
+    /// never yields `RangeDeletion`).
+    fn effective_kind(&self, k: &ParsedInternalKey<'_>) -> ValueKind {
+        if k.kind.is_value()
+            && !self.range_deletions.is_empty()
+            && crate::range_del::newest_covering(
+                self.range_deletions.iter().map(|f| &**f),
+                k.user_key,
+                self.seqno,
+            )
+            .is_some_and(|t| t > k.seqno)
+        {
+            return ValueKind::Deletion;
+        }
+        k.kind
+    }
+
     fn stop(&mut self) {
         self.valid = false;
         self.blob = false;
@@ -335,8 +356,8 @@ impl DbIterator {
             let bytes = k.user_key.len() + self.merged.value().len();
             self.sampler.account(&self.view.version, k.user_key, bytes);
             if k.seqno <= self.seqno {
-                match k.kind {
-                    ValueKind::Deletion => {
+                match self.effective_kind(&k) {
+                    ValueKind::Deletion | ValueKind::RangeDeletion => {
                         // Hide every older entry of this key.
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(k.user_key);
@@ -378,9 +399,9 @@ impl DbIterator {
                     // An entry of an earlier key: the current key's newest entry is saved.
                     break;
                 }
-                kind = k.kind;
+                kind = self.effective_kind(&k);
                 match kind {
-                    ValueKind::Deletion => {
+                    ValueKind::Deletion | ValueKind::RangeDeletion => {
                         self.saved_key.clear();
                         self.saved_value.clear();
                     }
@@ -394,7 +415,7 @@ impl DbIterator {
             }
             self.merged.prev();
         }
-        if kind == ValueKind::Deletion {
+        if !kind.is_value() {
             // Ran off the start with nothing visible.
             self.stop();
             self.direction = Direction::Forward;

@@ -72,6 +72,35 @@ pub(crate) struct ReadView {
     pub(crate) version: Arc<Version>,
 }
 
+impl ReadView {
+    /// The seqno of the newest range deletion visible at `snapshot` that covers `key`, or 0:
+    /// entries of `key` below it are deleted. One load per memtable when there is none.
+    pub(crate) fn range_deletion_floor(&self, key: &[u8], snapshot: SeqNo) -> SeqNo {
+        let mut floor = self
+            .version
+            .range_fragments
+            .as_ref()
+            .and_then(|f| f.covering(key, snapshot))
+            .unwrap_or(0);
+        for mem in std::iter::once(&self.mem).chain(&self.imm) {
+            if let Some(f) = mem.range_fragments() {
+                floor = floor.max(f.covering(key, snapshot).unwrap_or(0));
+            }
+        }
+        floor
+    }
+
+    /// Every set of range deletions in the view (the memtables' and the version's), for a
+    /// cursor; empty when there is none.
+    pub(crate) fn range_fragment_sets(&self) -> Vec<Arc<crate::range_del::Fragments>> {
+        std::iter::once(&self.mem)
+            .chain(&self.imm)
+            .filter_map(|m| m.range_fragments())
+            .chain(self.version.range_fragments.clone())
+            .collect()
+    }
+}
+
 /// Durability work a memtable switch leaves to the first sync write after it, so that the
 /// switch itself (made with the state mutex held, by a writer) stays cheap. Until that write,
 /// nothing on the new log was promised to survive a power loss.
@@ -116,6 +145,9 @@ pub(crate) struct DbState {
     pub(crate) manual: Option<ManualCompaction>,
     /// Table numbers being written, which obsolete-file deletion must keep.
     pub(crate) pending_outputs: HashSet<u64>,
+    /// A writer waits for the MANIFEST to be marked for range deletions (the background
+    /// thread does it: `Work::MarkRangeDeletions`).
+    pub(crate) range_marker_wanted: bool,
     /// Flushed memtables that held blob pointers, with the blob files those name. A cursor
     /// made before the flush holds the memtable and the version from before it, which does
     /// not list those files: they stay while the memtable lives (pruned by obsolete-file
@@ -404,6 +436,65 @@ impl Db {
         self.write_opt(batch, options)
     }
 
+    /// Deletes every key in `[start, end)` (in the database's key order), with the default
+    /// [`WriteOptions`]: one write, whatever the range holds. Reads and cursors made after it
+    /// no longer see those keys; a snapshot taken before it still does. Compaction later
+    /// removes the deleted entries, and then the deletion itself.
+    ///
+    /// The first range deletion marks the database (its MANIFEST) so that LevelDB refuses to
+    /// open it rather than show the deleted keys again; a database that never took one stays
+    /// in LevelDB's format.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `end` is before `start` (equal bounds delete nothing);
+    /// otherwise as [`write`](Self::write).
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// for event in 0..200u32 {
+    ///     db.put(format!("user:42:{event:05}"), "payload")?;
+    /// }
+    /// db.put("user:43:00000", "kept")?;
+    /// db.delete_range("user:42:", "user:42;")?; // ';' follows ':'
+    /// assert_eq!(db.prefix("user:42:")?.count(), 0);
+    /// assert_eq!(db.get("user:43:00000")?.as_deref(), Some(&b"kept"[..]));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_range_opt(start, end, &WriteOptions::default())
+    }
+
+    /// [`delete_range`](Self::delete_range) with `options`.
+    ///
+    /// # Errors
+    /// As [`delete_range`](Self::delete_range).
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options, WriteOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("a", "1")?;
+    /// db.put("b", "2")?;
+    /// db.delete_range_opt("a", "b", &WriteOptions { sync: true })?;
+    /// assert_eq!(db.get("a")?, None);
+    /// assert_eq!(db.get("b")?.as_deref(), Some(&b"2"[..]));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn delete_range_opt(
+        &self,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete_range(start, end);
+        self.write_opt(batch, options)
+    }
+
     /// Applies every operation of `batch`, atomically: after a crash, either all of it or none
     /// of it is in the database. With the default [`WriteOptions`].
     ///
@@ -547,8 +638,9 @@ impl Db {
         let inner = &self.inner;
         let seqno = inner.read_seqno(options)?;
         let view = inner.view.load();
+        let floor = view.range_deletion_floor(key, seqno);
         for mem in std::iter::once(&view.mem).chain(&view.imm) {
-            match mem.get(key, seqno) {
+            match mem.get_above(key, seqno, floor) {
                 Some(MemLookup::Value(v)) => return Ok(Some(PinnedValue::owned(v.to_vec()))),
                 Some(MemLookup::BlobPointer(p)) => {
                     return inner
@@ -563,7 +655,9 @@ impl Db {
             verify_checksums: options.verify_checksums,
             fill_cache: options.fill_cache,
         };
-        let (found, charge) = view.version.get(&read, &inner.table_cache, key, seqno)?;
+        let (found, charge) = view
+            .version
+            .get(&read, &inner.table_cache, key, seqno, floor)?;
         if let Some(charge) = charge {
             if view.version.charge_seek(&charge) && !inner.read_only {
                 inner.wake_background();
@@ -903,7 +997,9 @@ impl Db {
     /// `leveldb.num-files-at-level<N>`, `leveldb.stats`, `leveldb.sstables` and
     /// `leveldb.approximate-memory-usage`, and `strata.blob-files`: a line per blob file
     /// (`number size value_bytes garbage_bytes`, or `pending` in place of the garbage for a
-    /// file whose memtable is not flushed yet).
+    /// file whose memtable is not flushed yet), and `strata.range-deletions`: a line per range
+    /// deletion not yet dropped by compaction (`seqno start end`, `pending` after those still
+    /// in a memtable).
     /// # Example
     ///
     /// ```

@@ -138,6 +138,7 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
             writers: Default::default(),
             manual: None,
             pending_outputs: HashSet::new(),
+            range_marker_wanted: false,
             flushed_memtables: Vec::new(),
             compacting: false,
             stats: [LevelStats::default(); crate::version::NUM_LEVELS],

@@ -75,9 +75,30 @@ fn describe(internal_key: &[u8]) -> String {
     }
 }
 
+/// `strata.range-deletions`: one line per range deletion of the current version, `seqno
+/// start end` (keys escaped as in `leveldb.sstables`), then one per range deletion still in a
+/// memtable, `seqno start end pending`.
+fn range_deletions(inner: &DbInner) -> String {
+    let state = inner.lock_state();
+    let mut out = String::new();
+    for t in state.versions.current().range_tombstones.iter() {
+        let _ = writeln!(out, "{} {} {}", t.seqno, escape(&t.start), escape(&t.end));
+    }
+    for mem in state.imm.iter().chain(std::iter::once(&state.mem)) {
+        for t in mem.range_tombstones() {
+            let (start, end) = (escape(&t.start), escape(&t.end));
+            let _ = writeln!(out, "{} {start} {end} pending", t.seqno);
+        }
+    }
+    out
+}
+
 pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
     if name == "strata.blob-files" {
         return Some(blob_files(inner));
+    }
+    if name == "strata.range-deletions" {
+        return Some(range_deletions(inner));
     }
     let rest = name.strip_prefix("leveldb.")?;
     let state = inner.lock_state();

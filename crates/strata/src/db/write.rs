@@ -82,6 +82,12 @@ fn validate(batch: &WriteBatch) -> Result<()> {
                 op.key.len()
             )));
         }
+        if op.kind == crate::key::ValueKind::RangeDeletion && op.value.len() > MAX_KEY_SIZE {
+            return Err(Error::invalid_argument(format!(
+                "range deletion end key of {} bytes is over the limit of {MAX_KEY_SIZE}",
+                op.value.len()
+            )));
+        }
         if op.value.len() > MAX_VALUE_SIZE {
             return Err(Error::invalid_argument(format!(
                 "value of {} bytes is over the limit of {MAX_VALUE_SIZE}",
@@ -95,6 +101,47 @@ fn validate(batch: &WriteBatch) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a range deletion whose end is before its start (in the database's order): that is
+/// a caller's mistake, not an empty range. An end equal to the start deletes nothing.
+fn check_ranges(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
+    let ucmp = inner.icmp.user_comparator();
+    for op in batch.iter() {
+        if op.kind == crate::key::ValueKind::RangeDeletion && ucmp.compare(op.value, op.key).is_lt()
+        {
+            return Err(Error::invalid_argument(format!(
+                "range deletion end '{}' is before its start '{}'",
+                op.value.escape_ascii(),
+                op.key.escape_ascii()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Waits until the MANIFEST carries the range-deletion marker, asking the background thread
+/// to write it the first time: LevelDB must refuse the database before any log record it
+/// cannot read is written.
+fn mark_for_range_deletions(inner: &DbInner) -> Result<()> {
+    let mut state = inner.lock_state();
+    loop {
+        if state.versions.range_marked {
+            return Ok(());
+        }
+        if let Some(e) = &state.bg_error {
+            return Err(e.clone());
+        }
+        if inner
+            .shutting_down
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return Err(Error::not_supported("the database is closing"));
+        }
+        state.range_marker_wanted = true;
+        super::background::maybe_schedule(inner, &state);
+        state = inner.bg_done.wait(state).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
 fn blob_pointer_refused() -> Error {
     Error::invalid_argument(
         "a write batch may not hold blob pointers (only the database makes them)",
@@ -106,6 +153,10 @@ pub(crate) fn write(inner: &Arc<DbInner>, options: &WriteOptions, batch: WriteBa
         return Err(Error::not_supported("the database was opened read-only"));
     }
     validate(&batch)?;
+    if batch.has_range_deletions() {
+        check_ranges(inner, &batch)?;
+        mark_for_range_deletions(inner)?;
+    }
     // Large values go to a blob file now, in the writer's own thread, so that the group
     // commit below merges small pointer batches.
     // `_appending` keeps the blob file from being rewritten until this write returns.

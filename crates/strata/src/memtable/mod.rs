@@ -17,7 +17,10 @@ pub(crate) use skiplist::loom_model;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use arc_swap::ArcSwapOption;
+
 use crate::blob::BlobPointer;
+use crate::range_del::{Fragments, RangeTombstone};
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
@@ -52,6 +55,16 @@ pub(crate) struct MemTable {
     /// The user keys added, for point lookups to skip the skiplist when a key is not here.
     /// `None` for a non-bytewise comparator, and where no lookups are made (repair).
     key_filter: Option<KeyFilter>,
+    /// The range deletions added, in seqno order. Only `add_batch` (the writer's turn) and a
+    /// flush take the lock, never a read.
+    range_tombstones: Mutex<Vec<RangeTombstone>>,
+    /// `range_tombstones` cut into fragments for lookups: replaced whole by each batch that
+    /// adds one, before the batch's seqnos are published; `None` until then.
+    range_fragments: ArcSwapOption<Fragments>,
+    /// Set with the first range deletion, so that a lookup in a memtable with none (nearly
+    /// all) costs one load. Ordered for readers as the entries are, by the publication of
+    /// the visible seqno.
+    holds_range_tombstones: AtomicBool,
 }
 
 impl MemTable {
@@ -63,6 +76,9 @@ impl MemTable {
             holds_blob_pointers: AtomicBool::new(false),
             blob_files: Mutex::new(Vec::new()),
             key_filter: None,
+            range_tombstones: Mutex::new(Vec::new()),
+            range_fragments: ArcSwapOption::empty(),
+            holds_range_tombstones: AtomicBool::new(false),
         }
     }
 
@@ -103,16 +119,59 @@ impl MemTable {
                 self.note_blob_file(op.value);
             }
         }
+        if batch.has_range_deletions() {
+            self.add_range_tombstones(batch);
+        }
         // Each key goes into the filter as the skiplist takes its entry, before the entry is
         // inserted (see `KeyFilter` for why that order is enough).
         let filter = self.key_filter.as_ref();
-        let entries = (batch.seqno()..).zip(batch.iter()).map(|(seqno, op)| {
-            if let Some(filter) = filter {
-                filter.insert(op.key);
-            }
-            (op.key, pack_tag(seqno, op.kind), op.value)
-        });
+        let entries = (batch.seqno()..)
+            .zip(batch.iter())
+            .filter(|(_, op)| op.kind != ValueKind::RangeDeletion)
+            .map(|(seqno, op)| {
+                if let Some(filter) = filter {
+                    filter.insert(op.key);
+                }
+                (op.key, pack_tag(seqno, op.kind), op.value)
+            });
         self.list.insert_all(entries);
+    }
+
+    /// Keeps the batch's range deletions beside the entries and publishes their fragments.
+    fn add_range_tombstones(&self, batch: &crate::batch::WriteBatch) {
+        let mut list = self
+            .range_tombstones
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for (seqno, op) in (batch.seqno()..).zip(batch.iter()) {
+            if op.kind == ValueKind::RangeDeletion {
+                list.push(RangeTombstone {
+                    start: op.key.to_vec(),
+                    end: op.value.to_vec(),
+                    seqno,
+                });
+            }
+        }
+        let ucmp = self.comparator.user_comparator().clone();
+        self.range_fragments
+            .store(Some(Arc::new(Fragments::new(list.iter(), ucmp))));
+        self.holds_range_tombstones.store(true, Ordering::Release);
+    }
+
+    /// The range deletions added, in seqno order.
+    pub(crate) fn range_tombstones(&self) -> Vec<RangeTombstone> {
+        self.range_tombstones
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The range deletions as fragments, if there is one.
+    pub(crate) fn range_fragments(&self) -> Option<Arc<Fragments>> {
+        if !self.holds_range_tombstones.load(Ordering::Acquire) {
+            return None;
+        }
+        self.range_fragments.load_full()
     }
 
     /// True if some entry added is a blob pointer.
@@ -139,8 +198,21 @@ impl MemTable {
             .clone()
     }
 
-    /// The newest entry for `user_key` with seqno `<= snapshot`, if the memtable has one.
+    /// The newest entry for `user_key` with seqno `<= snapshot`, if the memtable has one,
+    /// range deletions aside.
     pub(crate) fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<MemLookup<'_>> {
+        self.get_above(user_key, snapshot, 0)
+    }
+
+    /// The newest entry for `user_key` with seqno `<= snapshot`, if the memtable has one; an
+    /// entry below `floor` (the seqno of a range deletion covering the key) is
+    /// [`MemLookup::Deleted`].
+    pub(crate) fn get_above(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+        floor: SeqNo,
+    ) -> Option<MemLookup<'_>> {
         if self
             .key_filter
             .as_ref()
@@ -178,10 +250,14 @@ impl MemTable {
         {
             return None;
         }
+        if found.seqno < floor {
+            return Some(MemLookup::Deleted);
+        }
         Some(match found.kind {
             ValueKind::Value => MemLookup::Value(value),
             ValueKind::BlobPointer => MemLookup::BlobPointer(value),
-            ValueKind::Deletion => MemLookup::Deleted,
+            // `parse` refuses `RangeDeletion`: range deletions are not in the skiplist.
+            ValueKind::Deletion | ValueKind::RangeDeletion => MemLookup::Deleted,
         })
     }
 
@@ -195,9 +271,9 @@ impl MemTable {
         self.list.len()
     }
 
-    /// True if no entry was added.
+    /// True if nothing was added: no entry and no range deletion.
     pub(crate) fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len() == 0 && !self.holds_range_tombstones.load(Ordering::Acquire)
     }
 
     /// A cursor over the memtable; it keeps the memtable alive.

@@ -15,6 +15,11 @@
 //! tag 20 new blob file  varint64 number ‖ varint64 size ‖ varint64 value bytes   (strata)
 //! tag 21 deleted blob   varint64 number                                          (strata)
 //! tag 22 blob garbage   varint64 number ‖ varint64 value bytes no longer reached (strata)
+//! tag 23 blob tombstone varint64 number ‖ varint64 log                           (strata)
+//! tag 24 range deletion varint64 seqno ‖ length-prefixed start ‖ length-prefixed end
+//!                                                                                 (strata)
+//! tag 25 range deletion dropped  varint64 seqno                                  (strata)
+//! tag 26 file's range-deletion horizon  varint64 file number ‖ varint64 seqno   (strata)
 //! ```
 //!
 //! Fields are written in LevelDB's order (1, 2, 9, 3, 4, 5*, 6*, 7*), so records are
@@ -27,6 +32,7 @@ use std::collections::BTreeSet;
 use crate::coding::{put_length_prefixed, put_varint32, put_varint64, Decoder};
 use crate::error::RecordError;
 use crate::key::{ParsedInternalKey, SeqNo};
+pub use crate::range_del::RangeTombstone;
 
 /// The number of levels, L0 to L6.
 pub const NUM_LEVELS: usize = 7;
@@ -43,11 +49,19 @@ const TAG_NEW_BLOB_FILE: u32 = 20;
 const TAG_DELETED_BLOB_FILE: u32 = 21;
 const TAG_BLOB_GARBAGE: u32 = 22;
 const TAG_BLOB_TOMBSTONE: u32 = 23;
+const TAG_RANGE_TOMBSTONE: u32 = 24;
+const TAG_DROPPED_RANGE_TOMBSTONE: u32 = 25;
+const TAG_RANGE_DELETION_HORIZON: u32 = 26;
 
 /// What a database that uses blob files appends to its comparator's name in the MANIFEST record
 /// that marks it, so that LevelDB refuses to open it ("does not match existing comparator")
 /// rather than return blob pointers as values.
 pub const BLOB_COMPARATOR_SUFFIX: &str = " (strata key-value separation)";
+
+/// What a database that has taken a range deletion appends to its comparator's name in the
+/// MANIFEST record that marks it (after [`BLOB_COMPARATOR_SUFFIX`] if both apply), so that
+/// LevelDB refuses to open it rather than return the keys it deleted.
+pub const RANGE_DELETION_COMPARATOR_SUFFIX: &str = " (strata range deletions)";
 
 /// What the MANIFEST records about one blob file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +130,14 @@ pub struct VersionEdit {
     /// supersede them), and recovery must not take them for lost values. Dropped once the log
     /// is obsolete.
     pub blob_tombstones: Vec<(u64, u64)>,
+    /// Range deletions that enter the version (from a flushed memtable), in seqno order.
+    pub new_range_tombstones: Vec<RangeTombstone>,
+    /// Range deletions that leave it, by seqno: compaction removed every entry they delete.
+    pub dropped_range_tombstones: BTreeSet<SeqNo>,
+    /// For tables this edit adds: (file number, horizon), every range deletion of the version
+    /// with a seqno at or below the horizon having been applied when the table was written
+    /// (it holds no entry they delete). A table not listed has horizon 0.
+    pub range_deletion_horizons: Vec<(u64, SeqNo)>,
 }
 
 impl VersionEdit {
@@ -175,6 +197,26 @@ impl VersionEdit {
             put_varint64(dst, number);
             put_varint64(dst, log);
         }
+        for t in &self.new_range_tombstones {
+            put_varint32(dst, TAG_RANGE_TOMBSTONE);
+            t.encode_into(dst);
+        }
+        for &seqno in &self.dropped_range_tombstones {
+            put_varint32(dst, TAG_DROPPED_RANGE_TOMBSTONE);
+            put_varint64(dst, seqno);
+        }
+        for &(number, horizon) in &self.range_deletion_horizons {
+            put_varint32(dst, TAG_RANGE_DELETION_HORIZON);
+            put_varint64(dst, number);
+            put_varint64(dst, horizon);
+        }
+    }
+
+    /// True if the edit mentions range deletions.
+    pub fn has_range_deletion_changes(&self) -> bool {
+        !self.new_range_tombstones.is_empty()
+            || !self.dropped_range_tombstones.is_empty()
+            || !self.range_deletion_horizons.is_empty()
     }
 
     /// True if the edit mentions blob files.
@@ -275,6 +317,22 @@ impl VersionEdit {
                     let entry = (|| Some((d.varint64()?, d.varint64()?)))();
                     edit.blob_tombstones
                         .push(entry.ok_or_else(|| fail("bad blob tombstone entry"))?);
+                }
+                TAG_RANGE_TOMBSTONE => {
+                    let t = RangeTombstone::decode_from(&mut d)
+                        .ok_or_else(|| fail("bad range deletion entry"))?;
+                    edit.new_range_tombstones.push(t);
+                }
+                TAG_DROPPED_RANGE_TOMBSTONE => {
+                    let seqno = d
+                        .varint64()
+                        .ok_or_else(|| fail("bad dropped range deletion"))?;
+                    edit.dropped_range_tombstones.insert(seqno);
+                }
+                TAG_RANGE_DELETION_HORIZON => {
+                    let entry = (|| Some((d.varint64()?, d.varint64()?)))();
+                    edit.range_deletion_horizons
+                        .push(entry.ok_or_else(|| fail("bad range deletion horizon"))?);
                 }
                 _ => return Err(fail("unknown tag in version edit")),
             }

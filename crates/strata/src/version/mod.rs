@@ -9,4 +9,7 @@ pub(crate) mod set;
 #[allow(clippy::module_inception)]
 pub(crate) mod version;
 
-pub use edit::{BlobFileMeta, FileMetaData, VersionEdit, BLOB_COMPARATOR_SUFFIX, NUM_LEVELS};
+pub use edit::{
+    BlobFileMeta, FileMetaData, RangeTombstone, VersionEdit, BLOB_COMPARATOR_SUFFIX, NUM_LEVELS,
+    RANGE_DELETION_COMPARATOR_SUFFIX,
+};

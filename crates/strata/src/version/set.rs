@@ -14,7 +14,9 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
-use super::edit::{FileMetaData, VersionEdit, BLOB_COMPARATOR_SUFFIX, NUM_LEVELS};
+use super::edit::{
+    FileMetaData, VersionEdit, BLOB_COMPARATOR_SUFFIX, NUM_LEVELS, RANGE_DELETION_COMPARATOR_SUFFIX,
+};
 use super::version::{BlobFileState, LiveFile, Version};
 use crate::comparator::Comparator;
 use crate::env::{read_file_to_vec, Env};
@@ -22,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::filename;
 use crate::key::{InternalKeyComparator, SeqNo};
 use crate::log::{LogReader, LogWriter, ReadMode};
+use crate::range_del::RangeTombstone;
 
 /// The live tables and the database's counters.
 pub(crate) struct VersionSet {
@@ -45,6 +48,12 @@ pub(crate) struct VersionSet {
     /// The MANIFEST carries the blob marker: the database has used blob files (see
     /// `BLOB_COMPARATOR_SUFFIX`).
     pub(crate) blob_marked: bool,
+    /// The MANIFEST carries the range-deletion marker (see
+    /// `RANGE_DELETION_COMPARATOR_SUFFIX`): it is written before the first log record that
+    /// holds a range deletion.
+    pub(crate) range_marked: bool,
+    /// `request_range_deletion_marker` was called: the next edit applied marks the MANIFEST.
+    range_marker_requested: bool,
 }
 
 /// Reads `CURRENT` and returns the MANIFEST name it holds.
@@ -87,6 +96,8 @@ pub(crate) struct ManifestReplay {
     pub(crate) comparator: Option<String>,
     /// The MANIFEST carries the blob marker, or an edit mentions a blob file.
     pub(crate) blob_marked: bool,
+    /// The MANIFEST carries the range-deletion marker, or an edit mentions a range deletion.
+    pub(crate) range_marked: bool,
     /// Logs numbered below this hold nothing the tables lack.
     pub(crate) log_number: u64,
     /// The log an older LevelDB was still writing while `log_number` began (0 for none).
@@ -146,20 +157,22 @@ pub(crate) fn replay_manifest(
     let (mut log_number, mut prev_log_number, mut next_file, mut last_sequence) =
         (None, None, None, None);
     let mut compact_pointers: [Vec<u8>; NUM_LEVELS] = Default::default();
-    let (mut comparator, mut blob_marked, mut records) = (None, false, 0);
+    let (mut comparator, mut blob_marked, mut range_marked, mut records) = (None, false, false, 0);
     while let Some(record) = reader.next_record()? {
         records += 1;
         let decoded = VersionEdit::decode(record);
         let edit = decoded.map_err(|e| reader.record_error(e))?;
         if let Some(c) = &edit.comparator {
             let ours = icmp.user_comparator().name();
-            let c = match c.strip_suffix(BLOB_COMPARATOR_SUFFIX) {
-                Some(name) => {
-                    blob_marked = true;
-                    name
-                }
-                None => c.as_str(),
-            };
+            let mut c = c.as_str();
+            if let Some(name) = c.strip_suffix(RANGE_DELETION_COMPARATOR_SUFFIX) {
+                range_marked = true;
+                c = name;
+            }
+            if let Some(name) = c.strip_suffix(BLOB_COMPARATOR_SUFFIX) {
+                blob_marked = true;
+                c = name;
+            }
             if c != ours {
                 return Err(Error::invalid_argument(format!(
                     "{} was created with comparator {c}, not {ours}",
@@ -169,6 +182,7 @@ pub(crate) fn replay_manifest(
             comparator = Some(c.to_owned());
         }
         blob_marked |= edit.has_blob_changes();
+        range_marked |= edit.has_range_deletion_changes();
         builder.apply(&edit);
         for (level, key) in &edit.compact_pointers {
             compact_pointers[*level] = key.clone();
@@ -204,6 +218,7 @@ pub(crate) fn replay_manifest(
         compact_pointers,
         comparator,
         blob_marked,
+        range_marked,
         log_number,
         prev_log_number: prev_log_number.unwrap_or(0),
         next_file_number,
@@ -226,10 +241,12 @@ pub(crate) struct PendingApply {
     writer: Option<LogWriter>,
     /// The records that start a new MANIFEST, when one is started.
     snapshot: Option<Vec<Vec<u8>>>,
-    /// The blob marker, when this edit is the first to mention a blob file.
+    /// The marker, when this edit is the first to mention a blob file or a range deletion.
     marker: Option<Vec<u8>>,
-    /// The MANIFEST is marked once this edit is written.
+    /// The MANIFEST is marked for blob files once this edit is written.
     marks: bool,
+    /// The MANIFEST is marked for range deletions once this edit is written.
+    marks_range: bool,
     record: Vec<u8>,
 }
 
@@ -272,6 +289,8 @@ struct Builder<'a> {
     levels: [BTreeMap<u64, Arc<LiveFile>>; NUM_LEVELS],
     blob_files: BTreeMap<u64, BlobFileState>,
     blob_tombstones: BTreeMap<u64, u64>,
+    /// The range deletions, by seqno.
+    range_tombstones: BTreeMap<SeqNo, RangeTombstone>,
 }
 
 impl<'a> Builder<'a> {
@@ -287,15 +306,36 @@ impl<'a> Builder<'a> {
             levels,
             blob_files: (*base.blob_files).clone(),
             blob_tombstones: base.blob_tombstones.clone(),
+            range_tombstones: base
+                .range_tombstones
+                .iter()
+                .map(|t| (t.seqno, t.clone()))
+                .collect(),
         }
     }
 
     fn apply(&mut self, edit: &VersionEdit) {
+        // A table moved to another level keeps its horizon unless the edit gives one.
+        let mut moved_horizons = BTreeMap::new();
         for &(level, number) in &edit.deleted_files {
-            self.levels[level].remove(&number);
+            if let Some(f) = self.levels[level].remove(&number) {
+                moved_horizons.insert(number, f.range_deletion_horizon);
+            }
         }
+        let horizons: BTreeMap<u64, SeqNo> = edit.range_deletion_horizons.iter().copied().collect();
         for (level, meta) in &edit.new_files {
-            self.levels[*level].insert(meta.number, LiveFile::new(meta.clone()));
+            let horizon = horizons
+                .get(&meta.number)
+                .or(moved_horizons.get(&meta.number))
+                .copied()
+                .unwrap_or(0);
+            self.levels[*level].insert(meta.number, LiveFile::with_horizon(meta.clone(), horizon));
+        }
+        for seqno in &edit.dropped_range_tombstones {
+            self.range_tombstones.remove(seqno);
+        }
+        for t in &edit.new_range_tombstones {
+            self.range_tombstones.insert(t.seqno, t.clone());
         }
         for number in &edit.deleted_blob_files {
             self.blob_files.remove(number);
@@ -365,6 +405,7 @@ impl<'a> Builder<'a> {
         let mut version = Version::new(self.icmp.clone(), files);
         version.blob_files = Arc::new(self.blob_files);
         version.blob_tombstones = self.blob_tombstones;
+        version.set_range_tombstones(self.range_tombstones.into_values().collect());
         Ok(version)
     }
 }
@@ -386,6 +427,8 @@ impl VersionSet {
             compact_pointers: Default::default(),
             manifest: None,
             blob_marked: false,
+            range_marked: false,
+            range_marker_requested: false,
         }
     }
 
@@ -428,6 +471,7 @@ impl VersionSet {
         self.current = Arc::new(replay.version);
         self.compact_pointers = replay.compact_pointers;
         self.blob_marked = replay.blob_marked;
+        self.range_marked = replay.range_marked;
         self.manifest_file_number = replay.next_file_number;
         self.next_file_number = replay.next_file_number + 1;
         self.last_sequence = replay.last_sequence;
@@ -438,19 +482,30 @@ impl VersionSet {
         Ok(())
     }
 
-    /// The record that marks a MANIFEST as a database with blob files (see
-    /// [`BLOB_COMPARATOR_SUFFIX`]): LevelDB stops at it.
-    fn blob_marker_record(&self) -> Vec<u8> {
+    /// The record that marks a MANIFEST as a database with blob files or range deletions
+    /// (see [`BLOB_COMPARATOR_SUFFIX`] and [`RANGE_DELETION_COMPARATOR_SUFFIX`]): LevelDB
+    /// stops at it.
+    fn marker_record(&self, blobs: bool, range_deletions: bool) -> Vec<u8> {
+        let mut name = self.icmp.user_comparator().name().to_owned();
+        if blobs {
+            name.push_str(BLOB_COMPARATOR_SUFFIX);
+        }
+        if range_deletions {
+            name.push_str(RANGE_DELETION_COMPARATOR_SUFFIX);
+        }
         let edit = VersionEdit {
-            comparator: Some(format!(
-                "{}{BLOB_COMPARATOR_SUFFIX}",
-                self.icmp.user_comparator().name()
-            )),
+            comparator: Some(name),
             ..VersionEdit::default()
         };
         let mut record = Vec::new();
         edit.encode_into(&mut record);
         record
+    }
+
+    /// Has the next edit applied carry the range-deletion marker (for the first range
+    /// deletion, before its log record is written).
+    pub(crate) fn request_range_deletion_marker(&mut self) {
+        self.range_marker_requested = true;
     }
 
     /// The record that starts a new MANIFEST: the comparator, compact pointers and every live
@@ -465,8 +520,13 @@ impl VersionSet {
                 edit.compact_pointers.push((level, key.clone()));
             }
         }
+        edit.new_range_tombstones = self.current.range_tombstones.to_vec();
         for (level, files) in self.current.files.iter().enumerate() {
             for f in files.iter() {
+                if f.range_deletion_horizon > 0 {
+                    edit.range_deletion_horizons
+                        .push((f.number, f.range_deletion_horizon));
+                }
                 edit.new_files.push((level, f.meta.clone()));
             }
         }
@@ -518,21 +578,24 @@ impl VersionSet {
         builder.apply(edit);
         let version = builder.finish(&manifest_path)?;
         let writer = self.manifest.take();
-        // The blob marker goes first in a new MANIFEST of a marked database, and before the
-        // first edit that mentions a blob file otherwise.
+        // The marker goes first in a new MANIFEST of a marked database, and before the first
+        // edit that mentions a blob file or a range deletion otherwise.
         let marks = self.blob_marked || edit.has_blob_changes();
+        let marks_range =
+            self.range_marked || edit.has_range_deletion_changes() || self.range_marker_requested;
         let snapshot = writer.is_none().then(|| {
             let mut records = Vec::new();
-            if marks {
-                records.push(self.blob_marker_record());
+            if marks || marks_range {
+                records.push(self.marker_record(marks, marks_range));
             }
             let mut record = Vec::new();
             self.snapshot_edit().encode_into(&mut record);
             records.push(record);
             records
         });
+        let newly_marked = (marks && !self.blob_marked) || (marks_range && !self.range_marked);
         let marker =
-            (marks && !self.blob_marked && snapshot.is_none()).then(|| self.blob_marker_record());
+            (newly_marked && snapshot.is_none()).then(|| self.marker_record(marks, marks_range));
         let mut record = Vec::new();
         edit.encode_into(&mut record);
         Ok(PendingApply {
@@ -548,6 +611,7 @@ impl VersionSet {
             snapshot,
             marker,
             marks,
+            marks_range,
             record,
         })
     }
@@ -559,6 +623,8 @@ impl VersionSet {
             Ok(()) => {
                 self.manifest = pending.writer;
                 self.blob_marked |= pending.marks;
+                self.range_marked |= pending.marks_range;
+                self.range_marker_requested &= !pending.marks_range;
                 self.install(pending.version);
                 self.log_number = pending.log_number;
                 self.prev_log_number = pending.prev_log_number;

@@ -24,6 +24,7 @@ use crate::iter::BoxedIter;
 use crate::key::{
     append_internal_key, user_key, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind,
 };
+use crate::range_del::{Fragments, RangeTombstone};
 use crate::table::{BlockReadOptions, BlockSlice};
 
 /// A table in a version, with its seek allowance.
@@ -32,15 +33,25 @@ pub(crate) struct LiveFile {
     pub(crate) meta: FileMetaData,
     /// Seeks left before the file is worth compacting (see `LevelDB` §14: seek compaction).
     pub(crate) allowed_seeks: AtomicI64,
+    /// Every range deletion of the version with a seqno at or below this was applied when
+    /// the table was written: it holds no entry they delete (`VersionEdit::
+    /// range_deletion_horizons`). 0 for a table written before any.
+    pub(crate) range_deletion_horizon: SeqNo,
 }
 
 impl LiveFile {
+    #[cfg(test)]
     pub(crate) fn new(meta: FileMetaData) -> Arc<Self> {
+        Self::with_horizon(meta, 0)
+    }
+
+    pub(crate) fn with_horizon(meta: FileMetaData, range_deletion_horizon: SeqNo) -> Arc<Self> {
         // One seek costs about as much as compacting 16 KiB; at least 100.
         let allowed = (meta.file_size / 16_384).max(100) as i64;
         Arc::new(LiveFile {
             meta,
             allowed_seeks: AtomicI64::new(allowed),
+            range_deletion_horizon,
         })
     }
 }
@@ -92,6 +103,10 @@ pub(crate) struct Version {
     /// Blob files removed while a log to replay may still point into them: file number → the
     /// log being written at the removal (see `VersionEdit::blob_tombstones`).
     pub(crate) blob_tombstones: BTreeMap<u64, u64>,
+    /// The range deletions flushed and not yet dropped, in seqno order (`range_del`).
+    pub(crate) range_tombstones: Arc<[RangeTombstone]>,
+    /// `range_tombstones` as fragments; `None` when there is none.
+    pub(crate) range_fragments: Option<Arc<Fragments>>,
     icmp: InternalKeyComparator,
     /// The level most in need of compaction and its score (>= 1 means compact it).
     pub(crate) compaction_level: usize,
@@ -132,6 +147,8 @@ impl Version {
             files: files.map(Arc::from),
             blob_files: Arc::default(),
             blob_tombstones: BTreeMap::new(),
+            range_tombstones: Arc::from(Vec::new()),
+            range_fragments: None,
             icmp,
             compaction_level: 0,
             compaction_score: -1.0,
@@ -139,6 +156,70 @@ impl Version {
         };
         v.compute_compaction_score();
         v
+    }
+
+    /// Sets the range deletions (in seqno order) and their fragments.
+    pub(crate) fn set_range_tombstones(&mut self, tombstones: Vec<RangeTombstone>) {
+        self.range_fragments = (!tombstones.is_empty()).then(|| {
+            Arc::new(Fragments::new(
+                tombstones.iter(),
+                self.icmp.user_comparator().clone(),
+            ))
+        });
+        self.range_tombstones = Arc::from(tombstones);
+    }
+
+    /// The largest seqno of the version's range deletions, or 0: a table written now from
+    /// entries newer than every one of them, or with those they delete dropped, has this
+    /// horizon.
+    pub(crate) fn newest_range_tombstone(&self) -> SeqNo {
+        self.range_tombstones.last().map_or(0, |t| t.seqno)
+    }
+
+    /// The range deletions no entry needs any more, by seqno: each is visible to every
+    /// snapshot (at or below `oldest_snapshot`) and every table its range overlaps was
+    /// written with it applied. Memtables hold only newer entries.
+    pub(crate) fn droppable_range_tombstones(&self, oldest_snapshot: SeqNo) -> Vec<SeqNo> {
+        let ucmp = self.user_cmp();
+        self.range_tombstones
+            .iter()
+            .filter(|t| {
+                t.seqno <= oldest_snapshot
+                    && self.files.iter().flat_map(|level| level.iter()).all(|f| {
+                        f.range_deletion_horizon >= t.seqno
+                            || !t.overlaps(ucmp, user_key_of(&f.smallest), user_key_of(&f.largest))
+                    })
+            })
+            .map(|t| t.seqno)
+            .collect()
+    }
+
+    /// A table above the last level that may hold entries a range deletion visible to every
+    /// snapshot (at or below `oldest_snapshot`) deletes: it overlaps the deletion's range and
+    /// was written before the deletion was applied. With its level. Tables in the last level
+    /// are left (there is no level below to rewrite them into), and so is any deletion over
+    /// them.
+    pub(crate) fn file_with_range_deleted_entries(
+        &self,
+        oldest_snapshot: SeqNo,
+    ) -> Option<(Arc<LiveFile>, usize)> {
+        let ucmp = self.user_cmp();
+        let visible = self
+            .range_tombstones
+            .iter()
+            .filter(|t| t.seqno <= oldest_snapshot);
+        for t in visible {
+            for level in 0..NUM_LEVELS - 1 {
+                let hit = self.files[level].iter().find(|f| {
+                    f.range_deletion_horizon < t.seqno
+                        && t.overlaps(ucmp, user_key_of(&f.smallest), user_key_of(&f.largest))
+                });
+                if let Some(f) = hit {
+                    return Some((f.clone(), level));
+                }
+            }
+        }
+        None
     }
 
     /// An empty version.
@@ -184,6 +265,7 @@ impl Version {
         table_cache: &TableCache,
         user_key: &[u8],
         snapshot: SeqNo,
+        floor: SeqNo,
     ) -> Result<(TableLookup, Option<SeekCharge>)> {
         let mut seek_key = Vec::with_capacity(user_key.len() + 8);
         append_internal_key(&mut seek_key, user_key, snapshot, ValueKind::FOR_SEEK);
@@ -198,7 +280,7 @@ impl Version {
                 Some(first) if charge.is_none() => charge = Some(first),
                 Some(_) => {}
             }
-            lookup_in_table(table_cache, &file.meta, options, &seek_key, ucmp)
+            lookup_in_table(table_cache, &file.meta, options, &seek_key, ucmp, floor)
         };
 
         // Level 0, newest file first (invariant 1).
@@ -450,13 +532,15 @@ impl Version {
 }
 
 /// The newest entry of table `file` for the user key of `seek_key` (an internal key whose
-/// seqno bounds the entries seen), if the table holds one.
+/// seqno bounds the entries seen), if the table holds one; an entry below `floor` (the seqno
+/// of a range deletion covering the key, or 0) is [`TableLookup::Deleted`].
 pub(crate) fn lookup_in_table(
     table_cache: &TableCache,
     file: &FileMetaData,
     options: &BlockReadOptions,
     seek_key: &[u8],
     ucmp: &dyn Comparator,
+    floor: SeqNo,
 ) -> Result<Option<TableLookup>> {
     let user_key = user_key_of(seek_key);
     let table = table_cache.get(file.number, file.file_size)?;
@@ -466,10 +550,14 @@ pub(crate) fn lookup_in_table(
             return None;
         }
         let slice = || block.slice(v).expect("find hands out slices of its block");
+        if parsed.seqno < floor {
+            return Some(TableLookup::Deleted);
+        }
         Some(match parsed.kind {
             ValueKind::Value => TableLookup::Value(slice()),
             ValueKind::BlobPointer => TableLookup::BlobPointer(slice()),
-            ValueKind::Deletion => TableLookup::Deleted,
+            // `parse` refuses `RangeDeletion`: tables hold no range deletions.
+            ValueKind::Deletion | ValueKind::RangeDeletion => TableLookup::Deleted,
         })
     })?;
     Ok(found.flatten())

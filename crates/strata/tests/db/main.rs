@@ -11,6 +11,7 @@ mod compat;
 mod concurrency;
 mod model;
 mod panics;
+mod range_deletes;
 mod recovery;
 mod repair;
 mod stress;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! The database against a model: random sequences of puts, deletes, batches, snapshots, reads,
-//! scans in both directions, cursor walks, compactions and reopens, applied to strata (on the
+//! The database against a model: random sequences of puts, deletes, range deletions, batches
+//! (some holding a range deletion), snapshots, reads, scans in both directions, cursor walks,
+//! compactions and reopens, applied to strata (on the
 //! in-memory env) and to a `BTreeMap`; every read must agree.
 //!
 //! `PROPTEST_CASES` sets the number of cases (default 2000); failures are shrunk and saved by
@@ -21,7 +22,10 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 enum Op {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
-    Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    /// `delete_range(a, b)` with the bounds in order.
+    DeleteRange(Vec<u8>, Vec<u8>),
+    /// A batch: an optional range deletion first, then puts and deletes.
+    Batch(Option<(Vec<u8>, Vec<u8>)>, Vec<(Vec<u8>, Option<Vec<u8>>)>),
     Get(Vec<u8>, Option<usize>),
     Scan {
         reverse: bool,
@@ -58,7 +62,9 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         20 => (key(), value()).prop_map(|(k, v)| Op::Put(k, v)),
         6 => key().prop_map(Op::Delete),
-        4 => proptest::collection::vec((key(), proptest::option::of(value())), 0..12).prop_map(Op::Batch),
+        3 => (key(), key()).prop_map(|(a, b)| if a <= b { Op::DeleteRange(a, b) } else { Op::DeleteRange(b, a) }),
+        4 => (proptest::option::weighted(0.25, (key(), key())), proptest::collection::vec((key(), proptest::option::of(value())), 0..12))
+            .prop_map(|(range, ops)| Op::Batch(range.map(|(a, b)| if a <= b { (a, b) } else { (b, a) }), ops)),
         10 => (key(), proptest::option::of(0usize..4)).prop_map(|(k, s)| Op::Get(k, s)),
         3 => (any::<bool>(), proptest::option::of(0usize..4)).prop_map(|(reverse, snapshot)| Op::Scan { reverse, snapshot }),
         4 => (key(), proptest::collection::vec(any::<bool>(), 1..12), proptest::option::of(0usize..4))
@@ -125,8 +131,16 @@ impl Harness {
                 self.db().delete_opt(&k, &w).unwrap();
                 self.model.remove(&k);
             }
-            Op::Batch(ops) => {
+            Op::DeleteRange(a, b) => {
+                self.db().delete_range(&a, &b).unwrap();
+                delete_model_range(&mut self.model, &a, &b);
+            }
+            Op::Batch(range, ops) => {
                 let mut batch = WriteBatch::new();
+                if let Some((a, b)) = &range {
+                    batch.delete_range(a, b);
+                    delete_model_range(&mut self.model, a, b);
+                }
                 for (k, v) in &ops {
                     match v {
                         Some(v) => batch.put(k, v),
@@ -255,6 +269,17 @@ impl Harness {
     }
 }
 
+/// Removes the model's keys in `[a, b)`.
+fn delete_model_range(model: &mut Model, a: &[u8], b: &[u8]) {
+    let doomed: Vec<Vec<u8>> = model
+        .range::<[u8], _>((Bound::Included(a), Bound::Excluded(b)))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in doomed {
+        model.remove(&k);
+    }
+}
+
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
@@ -372,6 +397,8 @@ impl Ord for OrderedKey {
 enum ScanOp {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
+    /// `delete_range(a, b)`, the bounds in the comparator's order.
+    DeleteRange(Vec<u8>, Vec<u8>),
     /// A prefix scan; `None` walks it forward, `Some(ends)` takes each item from the front
     /// (`true`) or the back in turn.
     Prefix(Vec<u8>, Option<Vec<bool>>),
@@ -387,6 +414,7 @@ fn scan_op() -> impl Strategy<Value = ScanOp> {
     prop_oneof![
         10 => (scan_key(), proptest::collection::vec(any::<u8>(), 0..8)).prop_map(|(k, v)| ScanOp::Put(k, v)),
         3 => scan_key().prop_map(ScanOp::Delete),
+        2 => (scan_key(), scan_key()).prop_map(|(a, b)| ScanOp::DeleteRange(a, b)),
         4 => (proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(0xff)], 0..5),
               proptest::option::of(proptest::collection::vec(any::<bool>(), 0..40)))
             .prop_map(|(p, ends)| ScanOp::Prefix(p, ends)),
@@ -414,6 +442,15 @@ fn apply_scan_op(
         ScanOp::Delete(k) => {
             db.delete(&k).unwrap();
             model.remove(&OrderedKey(order, k));
+        }
+        ScanOp::DeleteRange(a, b) => {
+            let (a, b) = (OrderedKey(order, a), OrderedKey(order, b));
+            let (a, b) = if a <= b { (a, b) } else { (b, a) };
+            db.delete_range(&a.1, &b.1).unwrap();
+            let doomed: Vec<OrderedKey> = model.range(a..b).map(|(k, _)| k.clone()).collect();
+            for k in doomed {
+                model.remove(&k);
+            }
         }
         ScanOp::Prefix(prefix, ends) => {
             let want: Vec<Vec<u8>> = model

@@ -511,3 +511,47 @@ fn leveldb_refuses_a_database_with_blob_files_and_opens_one_without() {
         }
     }
 }
+
+/// A database that has taken a range deletion is refused by LevelDB with an error that says
+/// why, rather than opened with the deleted keys back: whether the deletion is still only in
+/// the log (the process died before a flush), in the MANIFEST, or already applied by
+/// compaction. One that never took one stays LevelDB's.
+#[test]
+fn leveldb_refuses_a_database_that_took_a_range_deletion() {
+    for (deletes, flushed) in [(false, true), (true, false), (true, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = strata::Options {
+            create_if_missing: true,
+            ..strata::Options::default()
+        };
+        let db = strata::Db::open(dir.path(), options).unwrap();
+        for i in 0..100u32 {
+            db.put(format!("k{i:03}"), b"v").unwrap();
+        }
+        if deletes {
+            db.delete_range("k010", "k090").unwrap();
+        }
+        if flushed {
+            db.compact_range(None, None).unwrap();
+            db.wait_for_compactions().unwrap();
+        }
+        drop(db);
+        match LevelDb::open_with(dir.path(), None, false) {
+            Ok(ldb) => {
+                assert!(!deletes, "LevelDB opened a database with range deletions");
+                assert_eq!(ldb.get(b"k050").unwrap(), Some(b"v".to_vec()));
+            }
+            Err(e) => {
+                assert!(deletes, "LevelDB refused a plain database: {e}");
+                assert!(
+                    e.contains("strata range deletions") && e.contains("comparator"),
+                    "{e}"
+                );
+            }
+        }
+        // strata itself reads it back with the range gone.
+        let db = strata::Db::open(dir.path(), strata::Options::default()).unwrap();
+        let want = if deletes { 20 } else { 100 };
+        assert_eq!(db.scan().unwrap().count(), want);
+    }
+}
