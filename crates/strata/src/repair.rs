@@ -90,6 +90,7 @@ pub fn repair(path: impl AsRef<Path>, options: &Options) -> Result<RepairReport>
             max_seqno: 0,
             tables: Vec::new(),
             blob_files: Vec::new(),
+            range_tombstones: std::collections::BTreeMap::new(),
             report: &mut report,
         };
         repairer.run()?;
@@ -117,6 +118,10 @@ struct Repairer<'a> {
     tables: Vec<FileMetaData>,
     /// Blob files found, all kept: entries may point into any of them.
     blob_files: Vec<crate::version::BlobFileMeta>,
+    /// Range deletions found in the logs and MANIFESTs, by seqno. Tables hold none, so losing
+    /// one would bring back the keys it deleted; keeping one a MANIFEST had dropped is
+    /// harmless (it deletes only entries older than itself, which compaction had removed).
+    range_tombstones: std::collections::BTreeMap<u64, crate::range_del::RangeTombstone>,
     report: &'a mut RepairReport,
 }
 
@@ -145,11 +150,32 @@ impl Repairer<'_> {
         for (number, name) in tables {
             self.salvage_table(number, &name)?;
         }
+        for name in &manifests {
+            self.collect_range_tombstones(name);
+        }
         self.write_manifest()?;
         for name in manifests {
             self.move_to_lost(&name)?;
         }
         Ok(())
+    }
+
+    /// Keeps the range deletions a MANIFEST lists, reading it as far as it reads.
+    fn collect_range_tombstones(&mut self, name: &str) {
+        let path = self.dir.join(name);
+        let Ok(file) = self.env.new_sequential_file(&path) else {
+            return;
+        };
+        let mut reader = LogReader::new(file, &path, ReadMode::Tolerant);
+        while let Ok(Some(record)) = reader.next_record() {
+            let Ok(edit) = VersionEdit::decode(record) else {
+                continue;
+            };
+            for t in edit.new_range_tombstones {
+                self.max_seqno = self.max_seqno.max(t.seqno);
+                self.range_tombstones.insert(t.seqno, t);
+            }
+        }
     }
 
     /// Adds blob file `number` to the rebuilt version, its value bytes those of the records
@@ -223,7 +249,10 @@ impl Repairer<'_> {
             }
         }
         self.report.damaged_pieces += reader.corruptions().len() as u64;
-        if !mem.is_empty() {
+        for t in mem.range_tombstones() {
+            self.range_tombstones.insert(t.seqno, t);
+        }
+        if mem.len() > 0 {
             let number = self.new_number();
             let mut it = mem.iter();
             let mut entries = Vec::new();
@@ -352,17 +381,22 @@ impl Repairer<'_> {
             edit.new_files.push((0, t.clone()));
         }
         edit.new_blob_files = self.blob_files.clone();
+        edit.new_range_tombstones = self.range_tombstones.values().cloned().collect();
         self.report.tables = self.tables.len();
         let path = filename::manifest_file(self.dir, number);
         let mut records = Vec::new();
-        if !self.blob_files.is_empty() {
-            // The marker that keeps LevelDB out, first (see `BLOB_COMPARATOR_SUFFIX`).
+        if !self.blob_files.is_empty() || !self.range_tombstones.is_empty() {
+            // The marker that keeps LevelDB out, first (see `BLOB_COMPARATOR_SUFFIX` and
+            // `RANGE_DELETION_COMPARATOR_SUFFIX`).
+            let mut name = self.options.comparator.name().to_owned();
+            if !self.blob_files.is_empty() {
+                name.push_str(crate::version::BLOB_COMPARATOR_SUFFIX);
+            }
+            if !self.range_tombstones.is_empty() {
+                name.push_str(crate::version::RANGE_DELETION_COMPARATOR_SUFFIX);
+            }
             let marker = VersionEdit {
-                comparator: Some(format!(
-                    "{}{}",
-                    self.options.comparator.name(),
-                    crate::version::BLOB_COMPARATOR_SUFFIX
-                )),
+                comparator: Some(name),
                 ..VersionEdit::default()
             };
             let mut record = Vec::new();
