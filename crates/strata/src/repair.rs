@@ -252,15 +252,15 @@ impl Repairer<'_> {
         for t in mem.range_tombstones() {
             self.range_tombstones.insert(t.seqno, t);
         }
-        if mem.len() > 0 {
+        let mut it = mem.iter();
+        let mut entries = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            entries.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        if !entries.is_empty() {
             let number = self.new_number();
-            let mut it = mem.iter();
-            let mut entries = Vec::new();
-            it.seek_to_first();
-            while it.valid() {
-                entries.push((it.key().to_vec(), it.value().to_vec()));
-                it.next();
-            }
             self.write_table(number, &entries)?;
         }
         self.report.logs_replayed += 1;
