@@ -21,6 +21,9 @@ pub enum Shape {
     Big,
     /// Thirty more keys a write.
     Wide,
+    /// Two more keys a write, and every eleventh write deletes a range of twenty of those
+    /// keys (`delete_range`), some of them then set again by the same batch.
+    Ranges,
 }
 
 /// Write `i`: three keys set to the same value (one of them `last`, naming `i`), and every
@@ -50,6 +53,15 @@ pub fn batch(i: u64, shape: Shape) -> WriteBatch {
             );
         }
     }
+    if shape == Shape::Ranges {
+        if i % 11 == 5 {
+            let from = (i * 13) % KEYS;
+            b.delete_range(format!("c{from:04}"), format!("c{:04}", from + 20));
+        }
+        for j in 0..2 {
+            b.put(format!("c{:04}", (i * 17 + j) % KEYS), value.as_bytes());
+        }
+    }
     b.put(b"last", value.as_bytes());
     b
 }
@@ -68,6 +80,17 @@ pub fn fingerprints(n: u64, shape: Shape) -> Vec<u64> {
     let mut out = vec![0];
     for i in 0..n {
         for op in batch(i, shape).iter() {
+            if op.kind == strata::key::ValueKind::RangeDeletion {
+                let doomed: Vec<Vec<u8>> = model
+                    .range(op.key.to_vec()..op.value.to_vec())
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for k in doomed {
+                    let old = model.remove(&k).expect("listed");
+                    hash ^= entry_hash(&k, &old);
+                }
+                continue;
+            }
             if let Some(old) = model.remove(op.key) {
                 hash ^= entry_hash(op.key, &old);
             }

@@ -180,6 +180,24 @@ fn workloads() -> Vec<Workload> {
             blobs: false,
         },
         Workload {
+            name: "range deletions across flushes and compactions",
+            writes: 500 * s,
+            shape: Shape::Ranges,
+            reuse_logs: false,
+            setup: no_setup,
+            run: |h, n| {
+                let db = h.open();
+                for i in 0..n {
+                    h.write(&db, i, i % 25 == 0);
+                    if i % 200 == 199 {
+                        db.compact_range(None, None).expect("compact");
+                    }
+                }
+            },
+            repair_first: false,
+            blobs: false,
+        },
+        Workload {
             name: "compaction and file deletion",
             writes: 400 * s,
             shape: Shape::Small,
