@@ -5,8 +5,8 @@
 //!
 //! Mutating calls, in the order they are numbered: creating or truncating a file, opening one
 //! for append, `append`, `sync`, removing, renaming or linking a file, creating or removing a
-//! directory, syncing a directory, and taking a lock. Reads and `flush` are not numbered: `flush` only
-//! moves bytes already handed to the env.
+//! directory, syncing a directory, and taking a lock. Reads and `flush` are not numbered:
+//! `flush` only moves bytes already handed to the env.
 //!
 //! The rules it checks (see [`FaultEnv::violations`]):
 //! - after an `append` or `sync` to a file failed, nothing is appended to that file again;
