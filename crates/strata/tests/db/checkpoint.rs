@@ -167,6 +167,51 @@ fn later_writes_stay_out_of_a_checkpoint_and_the_source_goes_on() {
     assert_eq!(contents(&dir, Options::default()).len(), 2_000);
 }
 
+/// From `/dev/shm` (tmpfs) to the temporary directory, another device on most machines: the
+/// link fails with `EXDEV` and the files are copied; on one device they are linked.
+#[test]
+fn a_checkpoint_onto_another_device_copies_the_files() {
+    let shm = Path::new("/dev/shm");
+    let source = if shm.is_dir() {
+        tempfile::tempdir_in(shm).unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    };
+    let target = tempfile::tempdir().unwrap();
+    let dest = target.path().join("backup");
+    let options = Options {
+        blob_threshold: Some(1024),
+        ..create()
+    };
+    let db = Db::open(source.path(), options.clone()).unwrap();
+    for i in 0..500u32 {
+        db.put(
+            i.to_be_bytes(),
+            vec![i as u8; if i % 5 == 0 { 3_000 } else { 50 }],
+        )
+        .unwrap();
+    }
+    db.checkpoint(&dest).unwrap();
+    let other_device = std::fs::metadata(source.path()).unwrap().dev()
+        != std::fs::metadata(target.path()).unwrap().dev();
+    let mut immutable = 0;
+    for entry in std::fs::read_dir(&dest).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        if name.ends_with(".ldb") || name.ends_with(".blob") {
+            let links = entry.metadata().unwrap().nlink();
+            assert_eq!(links, if other_device { 1 } else { 2 }, "{name}");
+            immutable += 1;
+        }
+    }
+    assert!(immutable >= 2, "{immutable} tables and blob files");
+    db.close().unwrap();
+    assert_eq!(
+        contents(&dest, options.clone()),
+        contents(source.path(), options)
+    );
+}
+
 #[test]
 fn a_checkpoint_needs_an_empty_or_new_directory_with_a_parent() {
     let tmp = tempfile::tempdir().unwrap();
