@@ -227,8 +227,11 @@ fn write_checkpoint(
     made.push(filename::current_file(dest));
     set_current_file(env, dest, cut.manifest_number)?;
     if created_dir {
-        if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
-            env.sync_dir(parent)?;
+        // The new directory's own entry; a relative name without a parent is in `.`.
+        match dest.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) => env.sync_dir(parent)?,
+            None if dest.is_relative() => env.sync_dir(Path::new("."))?,
+            None => {}
         }
     }
     Ok(())
