@@ -207,3 +207,65 @@ fn a_checkpoint_that_fails_at_any_call_leaves_nothing_and_harms_nothing() {
     let db = Db::open("/db", options).unwrap();
     assert_eq!(db.scan().unwrap().count(), 301);
 }
+
+/// A power loss before any call of a checkpoint (and after its last) leaves either no database
+/// in the checkpoint's directory (`NoDatabase`: no `CURRENT` survived) or the whole copy:
+/// every file it names synced, and every entry the source held.
+#[test]
+fn a_power_loss_during_a_checkpoint_leaves_no_database_or_the_whole_copy() {
+    use strata::env::CrashMode;
+    let env = FaultEnv::new(MemEnv::new());
+    let options = Options {
+        create_if_missing: true,
+        blob_threshold: Some(1024),
+        ..Options::default()
+    }
+    .with_env(Arc::new(env.clone()));
+    let db = Db::open("/db", options).unwrap();
+    env.create_dir_all(std::path::Path::new("/backups"))
+        .unwrap();
+    for i in 0..300 {
+        db.put(key(i), vec![i as u8; if i % 3 == 0 { 2_000 } else { 10 }])
+            .unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    // Left in the memtable and the log: the checkpoint flushes them.
+    for i in 300..400 {
+        db.put(key(i), vec![i as u8; if i % 3 == 0 { 2_000 } else { 10 }])
+            .unwrap();
+    }
+    let images = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (mem, seen) = (env.inner().clone(), images.clone());
+    env.set_observer(Some(Arc::new(move |_: &strata::env::FileOp<'_>| {
+        seen.lock()
+            .unwrap()
+            .push(mem.crash_clone(CrashMode::POWER_LOSS));
+    })));
+    db.checkpoint("/backups/copy").unwrap();
+    env.set_observer(None);
+    let mut images = std::mem::take(&mut *images.lock().unwrap());
+    images.push(env.inner().crash_clone(CrashMode::POWER_LOSS));
+    let (mut absent, mut whole) = (0, 0);
+    for (call, image) in images.into_iter().enumerate() {
+        let options = Options::default().with_env(Arc::new(image));
+        match Db::open("/backups/copy", options) {
+            Err(e) => {
+                assert!(
+                    matches!(e, strata::Error::NoDatabase { .. }),
+                    "call {call}: {e}"
+                );
+                absent += 1;
+            }
+            Ok(copy) => {
+                let entries: Vec<_> = copy.scan().unwrap().map(|e| e.unwrap()).collect();
+                assert_eq!(entries.len(), 400, "call {call}");
+                for (i, (k, v)) in entries.iter().enumerate() {
+                    let i = i as u32;
+                    assert_eq!((k, v.len()), (&key(i), if i % 3 == 0 { 2_000 } else { 10 }));
+                }
+                whole += 1;
+            }
+        }
+    }
+    assert!(absent >= 5 && whole >= 1, "{absent} absent, {whole} whole");
+}
