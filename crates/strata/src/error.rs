@@ -82,11 +82,12 @@ pub enum Error {
         /// CURRENT file"`, ...
         reason: Cow<'static, str>,
     },
-    /// The database in `path` was closed ([`Db::close`](crate::Db::close), or its last handle
-    /// dropped) while the operation was waiting on it: a background wait
-    /// ([`Db::wait_for_compactions`](crate::Db::wait_for_compactions), a manual compaction)
-    /// that the close cut short. Cursors made before the close are not closed by it: they
-    /// keep reading the state they were made at.
+    /// The database in `path` was closed ([`Db::close`](crate::Db::close), or its handle
+    /// dropped) under work that was waiting on it, which the close cut short: a wait for
+    /// background work ([`Db::wait_for_compactions`](crate::Db::wait_for_compactions), a
+    /// manual compaction), the blob collector's rewrite in progress. `Db::close` takes the
+    /// handle by value, so no later call through it can meet a closed database; cursors made
+    /// before the close are not closed by it, and keep reading the state they were made at.
     #[error("the database in {} is closed", path.display())]
     Closed {
         /// The database's directory.
