@@ -187,7 +187,7 @@ fn a_checkpoint_onto_another_device_copies_the_files() {
     for i in 0..500u32 {
         db.put(
             i.to_be_bytes(),
-            vec![i as u8; if i % 5 == 0 { 3_000 } else { 50 }],
+            vec![i as u8; if i.is_multiple_of(5) { 3_000 } else { 50 }],
         )
         .unwrap();
     }

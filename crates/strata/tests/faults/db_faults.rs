@@ -149,8 +149,11 @@ fn a_checkpoint_that_fails_at_any_call_leaves_nothing_and_harms_nothing() {
     env.create_dir_all(std::path::Path::new("/backups"))
         .unwrap();
     for i in 0..300 {
-        db.put(key(i), vec![i as u8; if i % 3 == 0 { 2_000 } else { 10 }])
-            .unwrap();
+        db.put(
+            key(i),
+            vec![i as u8; if i.is_multiple_of(3) { 2_000 } else { 10 }],
+        )
+        .unwrap();
     }
     db.compact_range(None, None).unwrap();
     db.wait_for_compactions().unwrap();
@@ -225,14 +228,20 @@ fn a_power_loss_during_a_checkpoint_leaves_no_database_or_the_whole_copy() {
     env.create_dir_all(std::path::Path::new("/backups"))
         .unwrap();
     for i in 0..300 {
-        db.put(key(i), vec![i as u8; if i % 3 == 0 { 2_000 } else { 10 }])
-            .unwrap();
+        db.put(
+            key(i),
+            vec![i as u8; if i.is_multiple_of(3) { 2_000 } else { 10 }],
+        )
+        .unwrap();
     }
     db.compact_range(None, None).unwrap();
     // Left in the memtable and the log: the checkpoint flushes them.
     for i in 300..400 {
-        db.put(key(i), vec![i as u8; if i % 3 == 0 { 2_000 } else { 10 }])
-            .unwrap();
+        db.put(
+            key(i),
+            vec![i as u8; if i.is_multiple_of(3) { 2_000 } else { 10 }],
+        )
+        .unwrap();
     }
     let images = Arc::new(std::sync::Mutex::new(Vec::new()));
     let (mem, seen) = (env.inner().clone(), images.clone());
@@ -261,7 +270,10 @@ fn a_power_loss_during_a_checkpoint_leaves_no_database_or_the_whole_copy() {
                 assert_eq!(entries.len(), 400, "call {call}");
                 for (i, (k, v)) in entries.iter().enumerate() {
                     let i = i as u32;
-                    assert_eq!((k, v.len()), (&key(i), if i % 3 == 0 { 2_000 } else { 10 }));
+                    assert_eq!(
+                        (k, v.len()),
+                        (&key(i), if i.is_multiple_of(3) { 2_000 } else { 10 })
+                    );
                 }
                 whole += 1;
             }
