@@ -138,6 +138,17 @@ enum Command {
         #[command(flatten)]
         write: WriteFlags,
     },
+    /// Copy the database into DEST, a new or empty directory (its parent must exist), as a
+    /// database that opens at once: tables and blob files are hard-linked where DEST is on the
+    /// same file system, and copied otherwise. The database is opened read-only, so nothing in
+    /// DB changes; a process that has it open for writing makes the command fail (that process
+    /// can call `Db::checkpoint` itself).
+    Checkpoint {
+        /// The database directory.
+        db: PathBuf,
+        /// The directory to create the copy in.
+        dest: PathBuf,
+    },
     /// Print the records of one file: a .log, a MANIFEST, a .ldb or .sst table, CURRENT. Exits
     /// 3 when damage is found, 5 when the file cannot be read.
     Dump(commands::dump::DumpArgs),
@@ -264,6 +275,7 @@ fn run(command: Command) -> Result<ExitCode, CliError> {
             bloom_bits,
         } => inspect::check(&db, json, bloom_bits),
         Command::Repair { db, write } => admin::repair(&db, &write),
+        Command::Checkpoint { db, dest } => admin::checkpoint(&db, &dest),
         Command::Dump(args) => dump::dump(&args),
         Command::Destroy { db } => admin::destroy(&db),
     }

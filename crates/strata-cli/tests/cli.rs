@@ -985,3 +985,43 @@ fn the_tool_understands_blob_files() {
     let text = ok(&["dump", p(&dir.path().join(log))]);
     assert!(text.contains("put 'late' => (in blob file"), "{text}");
 }
+
+#[test]
+fn checkpoint_copies_a_database_that_opens_and_changes_nothing_in_it() {
+    let source = database(3_000);
+    let before = snapshot(source.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let dest = tmp.path().join("backup");
+    let out = ok(&["checkpoint", p(source.path()), p(&dest)]);
+    assert!(
+        out.starts_with(&format!(
+            "checkpoint of {} made in {}: ",
+            p(source.path()),
+            p(&dest)
+        )),
+        "{out}"
+    );
+    assert_eq!(snapshot(source.path()), before, "the source changed");
+    // The copy holds the tables' entries and the one left in the log.
+    assert_eq!(ok(&["scan", p(&dest), "--count"]), "3001\n");
+    assert_eq!(ok(&["get", p(&dest), "zz-in-the-log"]), "1\n");
+    ok(&["check", p(&dest)]);
+    // It is a database of its own: writing to it leaves the source alone.
+    ok(&["put", p(&dest), "only-in-copy", "v"]);
+    fails(&["get", p(source.path()), "only-in-copy"], 4);
+
+    // A non-empty destination, a missing parent and a missing database: one line, exit 1.
+    let err = fails(&["checkpoint", p(source.path()), p(&dest)], 1);
+    assert!(err.contains(p(&dest)) && err.contains("not empty"), "{err}");
+    let orphan = tmp.path().join("no").join("dest");
+    let err = fails(&["checkpoint", p(source.path()), p(&orphan)], 1);
+    assert!(err.contains("parent"), "{err}");
+    let missing = tmp.path().join("missing");
+    let err = fails(&["checkpoint", p(&missing), p(&tmp.path().join("d2"))], 1);
+    assert!(
+        err.contains(&format!("{} is not a database", p(&missing))),
+        "{err}"
+    );
+    assert!(!tmp.path().join("d2").exists());
+    fails(&["checkpoint", p(source.path())], 2);
+}

@@ -4,7 +4,8 @@
 //! Every fallible function returns [`Result`]. Errors carry the context a person needs to act on
 //! them: the path of the file, and for corruption the byte offset where the damage was found.
 //! A missing key is not an error: lookups return `Ok(None)`. A missing database is
-//! ([`Error::NoDatabase`]).
+//! ([`Error::NoDatabase`]), and so are a database stopped by a panic ([`Error::Poisoned`]) and
+//! one closed while an operation waited on it ([`Error::Closed`]), each its own kind.
 
 use std::borrow::Cow;
 use std::io;
@@ -80,6 +81,17 @@ pub enum Error {
         /// What is missing, for a person: `"the directory does not exist"`, `"it has no
         /// CURRENT file"`, ...
         reason: Cow<'static, str>,
+    },
+    /// The database in `path` was closed ([`Db::close`](crate::Db::close), or its handle
+    /// dropped) under work that was waiting on it, which the close cut short: a wait for
+    /// background work ([`Db::wait_for_compactions`](crate::Db::wait_for_compactions), a
+    /// manual compaction), the blob collector's rewrite in progress. `Db::close` takes the
+    /// handle by value, so no later call through it can meet a closed database; cursors made
+    /// before the close are not closed by it, and keep reading the state they were made at.
+    #[error("the database in {} is closed", path.display())]
+    Closed {
+        /// The database's directory.
+        path: PathBuf,
     },
     /// Another handle, in this process or another, holds the lock on `path`.
     #[error("database is locked: {} is held by another process or handle", path.display())]
@@ -184,6 +196,23 @@ impl Error {
     /// A database stopped by a panic `context` (for example "in the background thread").
     pub fn poisoned(context: impl Into<Cow<'static, str>>) -> Error {
         Error::Poisoned(context.into())
+    }
+
+    /// The database in `path` is closed.
+    ///
+    /// ```
+    /// use strata::Error;
+    /// let e = Error::closed("/data/db");
+    /// assert!(e.is_closed());
+    /// assert_eq!(e.to_string(), "the database in /data/db is closed");
+    /// ```
+    pub fn closed(path: impl Into<PathBuf>) -> Error {
+        Error::Closed { path: path.into() }
+    }
+
+    /// True for [`Error::Closed`].
+    pub fn is_closed(&self) -> bool {
+        matches!(self, Error::Closed { .. })
     }
 
     /// True for [`Error::Poisoned`].

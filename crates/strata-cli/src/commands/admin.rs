@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! `repair` and `destroy`.
+//! `repair`, `checkpoint` and `destroy`.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -52,6 +52,23 @@ pub fn repair(db: &Path, flags: &WriteFlags) -> Result<ExitCode, CliError> {
     for moved in &report.moved_to_lost {
         println!("moved to lost/: {}", moved.display());
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `strata checkpoint DB DEST`: [`strata::Db::checkpoint`] from a read-only open, which
+/// copies the live logs whole and links the tables and blob files; nothing in `db` changes.
+pub fn checkpoint(db: &Path, dest: &Path) -> Result<ExitCode, CliError> {
+    let handle = super::open_read_only(db, Options::default())?;
+    handle.checkpoint(dest)?;
+    drop(handle);
+    let files = std::fs::read_dir(dest)
+        .map_err(|e| CliError::io(format_args!("listing {}", dest.display()), e))?
+        .count();
+    println!(
+        "checkpoint of {} made in {}: {files} files",
+        db.display(),
+        dest.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

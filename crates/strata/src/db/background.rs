@@ -108,7 +108,7 @@ pub(crate) fn wait_until_idle(inner: &DbInner) -> Result<()> {
             return Ok(());
         }
         if inner.shutting_down.load(Ordering::Acquire) {
-            return Err(Error::not_supported("the database is closing"));
+            return Err(Error::closed(&inner.dir));
         }
         maybe_schedule(inner, &state);
         state = inner.bg_done.wait(state).unwrap_or_else(|e| e.into_inner());
@@ -244,19 +244,23 @@ fn apply_blob_changes<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) -> Guar
 /// removals that are due, which would otherwise be lost (garbage it counted is known nowhere
 /// else). A file it had asked to add is left out: its rewrite was abandoned, nothing points
 /// into it, and the next open deletes it.
-pub(crate) fn log_blob_changes_at_close(inner: &DbInner) {
+///
+/// # Errors
+/// The MANIFEST's write or sync error (also kept as the background error).
+pub(crate) fn log_blob_changes_at_close(inner: &DbInner) -> Result<()> {
     let mut state = inner.lock_state();
     if state.bg_error.is_some() || inner.read_only {
-        return;
+        return Ok(());
     }
     state.blob_gc.to_add.clear();
     let log_number = state.log_number;
     let Some(mut edit) = state.blob_gc.take_due(inner.snapshots.oldest(), log_number) else {
-        return;
+        return Ok(());
     };
-    if let Err(e) = state.versions.log_and_apply(&mut edit) {
+    state.versions.log_and_apply(&mut edit).inspect_err(|e| {
         info!(inner, "could not log blob changes at close: {e}");
-    }
+        inner.set_error(&mut state, e);
+    })
 }
 
 /// Runs one step of the manual compaction in `state.manual`.
@@ -484,7 +488,7 @@ pub(crate) fn compact_range(
             }
             if inner.shutting_down.load(Ordering::Acquire) {
                 state.manual = None;
-                return Err(Error::not_supported("the database is closing"));
+                return Err(Error::closed(&inner.dir));
             }
             state = inner.bg_done.wait(state).unwrap_or_else(|e| e.into_inner());
         }

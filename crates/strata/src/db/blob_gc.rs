@@ -580,9 +580,7 @@ fn add_and_wait(inner: &DbInner, meta: BlobFileMeta) -> Result<()> {
         if inner.shutting_down.load(Ordering::Acquire) {
             // The background thread has stopped, or is stopping: the file stays out of the
             // version, and an open deletes it (nothing points into it).
-            return Err(crate::error::Error::not_supported(
-                "the database is closing; blob rewrite abandoned",
-            ));
+            return Err(crate::error::Error::closed(&inner.dir));
         }
         state = inner.bg_done.wait(state).unwrap_or_else(|e| e.into_inner());
     }

@@ -22,6 +22,7 @@
 mod background;
 mod blob_gc;
 mod blobs;
+mod checkpoint;
 mod destroy;
 mod flush;
 mod iter;
@@ -148,6 +149,9 @@ pub(crate) struct DbState {
     /// A writer waits for the MANIFEST to be marked for range deletions (the background
     /// thread does it: `Work::MarkRangeDeletions`).
     pub(crate) range_marker_wanted: bool,
+    /// Checkpoints linking the files of their cut: obsolete-file deletion does nothing while
+    /// this is above 0 (`checkpoint::DeletionPin` raises and lowers it).
+    pub(crate) file_deletion_pins: usize,
     /// Flushed memtables that held blob pointers, with the blob files those name. A cursor
     /// made before the flush holds the memtable and the version from before it, which does
     /// not list those files: they stay while the memtable lives (pruned by obsolete-file
@@ -202,6 +206,8 @@ pub(crate) struct DbInner {
     /// notice without the state mutex.
     pub(crate) has_imm: AtomicBool,
     pub(crate) shutting_down: AtomicBool,
+    /// Set by the first close (`Db::close` or the drop): the second does nothing.
+    pub(crate) closed: AtomicBool,
     pub(crate) read_only: bool,
     pub(crate) info_log: InfoLog,
     pub(crate) bg_thread: Mutex<Option<JoinHandle<()>>>,
@@ -936,7 +942,7 @@ impl Db {
     ///
     /// # Errors
     /// The background error that stopped the database's writes, if there is one (returned at
-    /// once); [`Error::NotSupported`] if the database is being closed meanwhile.
+    /// once); [`Error::Closed`] if the database is being closed meanwhile.
     /// # Example
     ///
     /// ```
@@ -1071,6 +1077,87 @@ impl Db {
         properties::approximate_sizes(&self.inner, ranges)
     }
 
+    /// Makes a checkpoint: a consistent copy of the database, openable at once with
+    /// [`Db::open`], in the directory `dir`, while this database stays open and goes on taking
+    /// writes. Tables and blob files, which never change once written, are hard-linked into
+    /// `dir` where the file system allows (same device), and copied otherwise, so a checkpoint
+    /// costs little disk space until the database compacts those files away.
+    ///
+    /// `dir` must not exist, in which case it is created (its parent must exist), or be an
+    /// empty directory.
+    ///
+    /// The copy holds every write acknowledged before the call, and a prefix of those made
+    /// meanwhile by other threads, each batch all or nothing; writes acknowledged after the call
+    /// returns are not in it. A writable database flushes its memtable first, and its copy has
+    /// no log; a read-only one copies its live logs whole. Everything written is synced, and
+    /// the directory too. A copy of a database that uses no blob files opens in LevelDB 1.23.
+    /// Obsolete files are not deleted while the files are linked (the deletion runs after).
+    ///
+    /// # Errors
+    /// - [`Error::InvalidArgument`] naming `dir` if it is not empty or its parent does not
+    ///   exist; nothing is written then;
+    /// - the database's background error, if its writes have stopped (the flush cannot run);
+    /// - [`Error::Io`] naming the file if a link, copy, write or sync fails. The files the
+    ///   checkpoint made are then removed (and `dir`, if it made it); the database itself is
+    ///   unharmed.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// # let (path, backup) = (tmp.path().join("db"), tmp.path().join("backup"));
+    /// let db = Db::open(&path, Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("k", "before")?;
+    /// db.checkpoint(&backup)?;
+    /// db.put("k", "after")?; // not in the checkpoint
+    ///
+    /// let copy = Db::open(&backup, Options::default())?;
+    /// assert_eq!(copy.get("k")?.as_deref(), Some(&b"before"[..]));
+    /// assert_eq!(db.get("k")?.as_deref(), Some(&b"after"[..]));
+    /// // A directory that holds anything is refused.
+    /// assert!(matches!(db.checkpoint(&backup), Err(strata::Error::InvalidArgument(_))));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
+        checkpoint::checkpoint(&self.inner, dir.as_ref())
+    }
+
+    /// Closes the database and reports what went wrong, as dropping it cannot: waits for the
+    /// flush or compaction in progress (a compaction stops between two entries; its work is
+    /// redone later), stops the background threads, syncs the log (so every write made before
+    /// the close survives a power loss, synced or not), and releases `LOCK`: the directory can
+    /// be opened again at once. Dropping a `Db` closes it too, without the sync, and drops the
+    /// errors this returns.
+    ///
+    /// Cursors and ranges made before the close are not closed: they keep reading the state
+    /// they were made at (files deleted by a later opener of the database make them fail with
+    /// [`Error::Io`] when they reach them, not return wrong data). A [`Snapshot`] of the closed
+    /// database is refused by other handles ([`Error::InvalidArgument`]).
+    ///
+    /// # Errors
+    /// - the background error that stopped the database's writes, if one was recorded: a failed
+    ///   log write or sync, flush or compaction ([`Error::Io`], [`Error::Corruption`]), or a
+    ///   panic ([`Error::Poisoned`]);
+    /// - [`Error::Io`] if the log's sync, or the MANIFEST record of the blob collector's last
+    ///   counts, fails.
+    ///
+    /// The database is closed in every case.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("k", "v")?;
+    /// db.close()?;
+    /// let db = Db::open(dir.path(), Options::default())?; // at once: the lock is released
+    /// assert_eq!(db.get("k")?.as_deref(), Some(&b"v"[..]));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn close(self) -> Result<()> {
+        self.inner.shut_down(true)
+    }
+
     /// The directory the database lives in.
     /// # Example
     ///
@@ -1087,9 +1174,10 @@ impl Db {
 }
 
 impl Drop for Db {
+    /// Closes the database as [`Db::close`] does, but without syncing the log, and with its
+    /// errors dropped (a close that has nowhere to report them).
     fn drop(&mut self) {
-        self.inner.stop_threads();
-        background::log_blob_changes_at_close(&self.inner);
+        let _ = self.inner.shut_down(false);
     }
 }
 
@@ -1203,6 +1291,33 @@ impl DbInner {
                 let _ = handle.join();
             }
         }
+    }
+
+    /// Closes the database, once (a second call returns `Ok` and does nothing): stops the
+    /// background and blob garbage collection threads, each after the job it is running (a
+    /// compaction stops between two entries and leaves its outputs for the next open to
+    /// delete), then, unless the database has a background error, syncs the log if `sync_log`
+    /// and logs the blob collector's counts ([`background::log_blob_changes_at_close`]).
+    ///
+    /// # Errors
+    /// The database's background error (a failed write, flush or compaction, or a panic:
+    /// [`Error::Poisoned`]), else the first error of the sync or the MANIFEST write.
+    pub(crate) fn shut_down(&self, sync_log: bool) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.stop_threads();
+        if let Some(e) = self.lock_state().bg_error.clone() {
+            return Err(e);
+        }
+        if sync_log && !self.read_only && self.log.lock().is_ok_and(|log| log.is_some()) {
+            if let Err(e) = write::sync_log(self) {
+                // Fail-stop: the log's tail is now unknown; nothing is written after it.
+                self.set_error(&mut self.lock_state(), &e);
+                return Err(e);
+            }
+        }
+        background::log_blob_changes_at_close(self)
     }
 
     /// Wakes the background thread (taking the state mutex briefly).

@@ -5,7 +5,8 @@
 //! change is installed (once the job has let go of the version it started from), from open,
 //! and from a reader's thread when a cursor that held an old version is dropped
 //! (`DbInner::release_view`). Nothing is deleted after a background error: what is live can
-//! then not be known for sure.
+//! then not be known for sure; nor while a checkpoint is linking files
+//! (`DbState::file_deletion_pins`): its release runs the deletion held back.
 
 use std::collections::HashSet;
 
@@ -14,9 +15,10 @@ use super::{DbInner, DbState};
 use crate::filename::{self, FileKind};
 
 /// Deletes every file of the database that no version, pending output or live log needs.
-/// Does nothing after a background error: what is live can then not be known for sure.
+/// Does nothing after a background error (what is live can then not be known for sure), nor
+/// while a checkpoint pins the files (`DbState::file_deletion_pins`).
 pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
-    if state.bg_error.is_some() || inner.read_only {
+    if state.bg_error.is_some() || inner.read_only || state.file_deletion_pins > 0 {
         return;
     }
     let mut live: HashSet<u64> = state.pending_outputs.clone();

@@ -134,7 +134,7 @@ fn mark_for_range_deletions(inner: &DbInner) -> Result<()> {
             .shutting_down
             .load(std::sync::atomic::Ordering::Acquire)
         {
-            return Err(Error::not_supported("the database is closing"));
+            return Err(Error::closed(&inner.dir));
         }
         state.range_marker_wanted = true;
         super::background::maybe_schedule(inner, &state);

@@ -73,6 +73,31 @@ fn suite(env: &dyn Env, root: &Path) {
     write_file(env, &a, b"new", true).unwrap();
     assert_eq!(read_file_to_vec(env, &a).unwrap(), b"new");
 
+    // Link: the new name reads the same bytes; a `to` that exists or a missing `from` is
+    // refused. The same for a copy.
+    let linked = dir.join("linked");
+    env.link_file(&a, &linked).unwrap();
+    assert_eq!(read_file_to_vec(env, &linked).unwrap(), b"new");
+    let err = env.link_file(&a, &linked).unwrap_err();
+    assert!(
+        matches!(err, Error::Io { ref source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists),
+        "{err}"
+    );
+    let err = env
+        .link_file(&dir.join("missing"), &dir.join("x"))
+        .unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+    assert!(!env.exists(&dir.join("x")));
+    env.remove_file(&linked).unwrap();
+    copy_file(env, &a, &linked).unwrap();
+    assert_eq!(read_file_to_vec(env, &linked).unwrap(), b"new");
+    assert!(copy_file(env, &a, &linked).is_err());
+    assert!(copy_file(env, &dir.join("missing"), &dir.join("x"))
+        .unwrap_err()
+        .is_not_found());
+    assert!(!env.exists(&dir.join("x")), "a failed copy leaves no file");
+    env.remove_file(&linked).unwrap();
+
     // Rename over an existing file, list, remove.
     let b = dir.join("b");
     write_file(env, &b, b"bee", false).unwrap();
@@ -304,4 +329,63 @@ fn posix_directory_sync_faults_are_injected() {
     let e = env.sync_dir(tmp.path()).unwrap_err();
     assert!(e.to_string().contains("sync directory"), "{e}");
     PosixEnv::new().sync_dir(tmp.path()).unwrap();
+}
+
+#[test]
+fn posix_link_falls_back_to_a_copy_only_where_links_are_refused() {
+    use std::io::{Error as IoError, ErrorKind};
+    for errno in [
+        nix::libc::EXDEV,
+        nix::libc::EPERM,
+        nix::libc::EMLINK,
+        nix::libc::EOPNOTSUPP,
+    ] {
+        assert!(
+            super::posix::link_needs_copy(&IoError::from_raw_os_error(errno)),
+            "{errno}"
+        );
+    }
+    assert!(super::posix::link_needs_copy(&IoError::from(
+        ErrorKind::Unsupported
+    )));
+    for errno in [
+        nix::libc::ENOENT,
+        nix::libc::EEXIST,
+        nix::libc::EIO,
+        nix::libc::ENOSPC,
+    ] {
+        assert!(
+            !super::posix::link_needs_copy(&IoError::from_raw_os_error(errno)),
+            "{errno}"
+        );
+    }
+}
+
+#[test]
+fn posix_link_is_a_hard_link_on_one_device() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let env = PosixEnv::new();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    write_file(&env, &a, b"table", true).unwrap();
+    env.link_file(&a, &b).unwrap();
+    let (ma, mb) = (
+        std::fs::metadata(&a).unwrap(),
+        std::fs::metadata(&b).unwrap(),
+    );
+    assert_eq!((ma.ino(), ma.nlink()), (mb.ino(), 2));
+}
+
+#[test]
+fn mem_link_shares_the_file_and_its_synced_bytes() {
+    let env = MemEnv::new();
+    let (a, b) = (Path::new("/a"), Path::new("/b"));
+    let mut f = env.new_writable_file(a).unwrap();
+    f.append(b"synced").unwrap();
+    f.sync().unwrap();
+    f.append(b" not").unwrap();
+    env.link_file(a, b).unwrap();
+    env.sync_dir(Path::new("/")).unwrap();
+    let crashed = env.crash_clone(CrashMode::POWER_LOSS);
+    assert_eq!(read_file_to_vec(&crashed, b).unwrap(), b"synced");
 }

@@ -4,9 +4,9 @@
 //! before it happens, and checks two rules of fail-stop behaviour as it goes.
 //!
 //! Mutating calls, in the order they are numbered: creating or truncating a file, opening one
-//! for append, `append`, `sync`, removing or renaming a file, creating or removing a directory,
-//! syncing a directory, and taking a lock. Reads and `flush` are not numbered: `flush` only
-//! moves bytes already handed to the env.
+//! for append, `append`, `sync`, removing, renaming or linking a file, creating or removing a
+//! directory, syncing a directory, and taking a lock. Reads and `flush` are not numbered:
+//! `flush` only moves bytes already handed to the env.
 //!
 //! The rules it checks (see [`FaultEnv::violations`]):
 //! - after an `append` or `sync` to a file failed, nothing is appended to that file again;
@@ -53,6 +53,8 @@ pub enum OpKind {
     SyncDir,
     /// `lock_file` or `lock_file_shared`.
     Lock,
+    /// `link_file` (the path is the existing file, `to` the new name).
+    Link,
 }
 
 /// One numbered call, as the observer sees it before it runs.
@@ -64,7 +66,7 @@ pub struct FileOp<'a> {
     pub kind: OpKind,
     /// The file or directory it is on.
     pub path: &'a Path,
-    /// For a rename, where the file goes.
+    /// For a rename or a link, where the file goes (the new name).
     pub to: Option<&'a Path>,
     /// For an append, the bytes.
     pub data: Option<&'a [u8]>,
@@ -403,6 +405,13 @@ impl<E: Env + Clone + 'static> Env for FaultEnv<E> {
         match self.begin(OpKind::Rename, from, Some(to), None) {
             Verdict::Proceed => self.inner.rename(from, to),
             Verdict::Fail(kind) => Err(fault_error(from, "rename", kind)),
+        }
+    }
+
+    fn link_file(&self, from: &Path, to: &Path) -> Result<()> {
+        match self.begin(OpKind::Link, from, Some(to), None) {
+            Verdict::Proceed => self.inner.link_file(from, to),
+            Verdict::Fail(kind) => Err(fault_error(to, "link", kind)),
         }
     }
 

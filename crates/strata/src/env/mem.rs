@@ -445,6 +445,24 @@ impl Env for MemEnv {
         Ok(())
     }
 
+    /// A true hard link: `to` shares `from`'s bytes and what of them is synced, as two names
+    /// of one inode do.
+    fn link_file(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut ns = self.namespace();
+        Self::check_parent(&ns, to, "link")?;
+        if ns.live.contains_key(to) || ns.dirs.contains(to) {
+            let exists = io::Error::from(io::ErrorKind::AlreadyExists);
+            return Err(Error::io(to, "link", exists));
+        }
+        let node = ns
+            .live
+            .get(from)
+            .cloned()
+            .ok_or_else(|| not_found(from, "link"))?;
+        ns.live.insert(to.to_path_buf(), node);
+        Ok(())
+    }
+
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         let mut ns = self.namespace();
         if !ns.dirs.contains(dir) {

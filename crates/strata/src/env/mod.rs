@@ -143,6 +143,32 @@ pub trait Env: Send + Sync + fmt::Debug {
     /// Renames a file, replacing `to` if it exists. Atomic on POSIX file systems.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
 
+    /// Makes `to` name the contents of the existing file `from`: a hard link where the file
+    /// system allows one, a copy (synced) otherwise. Used for files that never change once
+    /// written (tables, blob files), so either way `to` reads as `from` does. The directory
+    /// entry of `to` is durable only once its directory is synced.
+    ///
+    /// The default copies, through this env's own files ([`copy_file`]).
+    ///
+    /// # Errors
+    /// [`Error::Io`](crate::Error::Io) naming the path: `from` does not exist, `to` exists
+    /// already (kind `AlreadyExists`), or the link or copy failed (a partial copy is removed).
+    /// # Example
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use strata::{Env, MemEnv};
+    /// let env = MemEnv::new();
+    /// strata::env::write_file(&env, Path::new("/a"), b"table", true)?;
+    /// env.link_file(Path::new("/a"), Path::new("/b"))?;
+    /// assert_eq!(strata::env::read_file_to_vec(&env, Path::new("/b"))?, b"table");
+    /// assert!(env.link_file(Path::new("/a"), Path::new("/b")).is_err()); // `to` exists
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    fn link_file(&self, from: &Path, to: &Path) -> Result<()> {
+        copy_file(self, from, to)
+    }
+
     /// Makes the entries of directory `dir` (creations, renames, removals) durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
 
@@ -184,6 +210,50 @@ pub fn read_file_to_vec(env: &dyn Env, path: &Path) -> Result<Vec<u8>> {
         }
         out.extend_from_slice(&buf[..n]);
     }
+}
+
+/// Copies the file `from` to a new file `to` through `env`, and syncs the copy: what
+/// [`Env::link_file`] does where it cannot link. Refuses a `to` that exists; removes a partial
+/// copy when reading or writing fails.
+///
+/// # Errors
+/// [`Error::Io`](crate::Error::Io) naming the path: `to` exists (kind `AlreadyExists`),
+/// `from` cannot be read, or `to` cannot be written or synced.
+/// # Example
+///
+/// ```
+/// use std::path::Path;
+/// use strata::{Env, MemEnv};
+/// let env = MemEnv::new();
+/// strata::env::write_file(&env, Path::new("/a"), b"bytes", true)?;
+/// strata::env::copy_file(&env, Path::new("/a"), Path::new("/b"))?;
+/// assert_eq!(env.file_size(Path::new("/b"))?, 5);
+/// # Ok::<(), strata::Error>(())
+/// ```
+pub fn copy_file<E: Env + ?Sized>(env: &E, from: &Path, to: &Path) -> Result<()> {
+    if env.exists(to) {
+        let exists = std::io::Error::from(std::io::ErrorKind::AlreadyExists);
+        return Err(crate::error::Error::io(to, "copy to", exists));
+    }
+    let mut source = env.new_sequential_file(from)?;
+    let mut copy = env.new_writable_file(to)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let copied = loop {
+        match source.read(&mut buf) {
+            Ok(0) => break copy.sync(),
+            Ok(n) => {
+                if let Err(e) = copy.append(&buf[..n]) {
+                    break Err(e);
+                }
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    if copied.is_err() {
+        drop(copy);
+        let _ = env.remove_file(to);
+    }
+    copied
 }
 
 /// Writes `data` to a new file at `path` through `env`, syncing it if `sync`.

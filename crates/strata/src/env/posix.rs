@@ -362,6 +362,18 @@ fn fcntl_lock(file: &File, exclusive: bool) -> io::Result<()> {
         .map_err(io::Error::from)
 }
 
+/// True if a failed `link(2)` means "no hard link here" rather than a failure a copy would
+/// meet too: `EXDEV` (another device), `EPERM` (a file system without links), `EMLINK` (too
+/// many links), `EOPNOTSUPP`.
+pub(super) fn link_needs_copy(e: &io::Error) -> bool {
+    const EPERM: i32 = 1;
+    const EXDEV: i32 = 18;
+    const EMLINK: i32 = 31;
+    const EOPNOTSUPP: i32 = 95;
+    matches!(e.raw_os_error(), Some(EPERM | EXDEV | EMLINK | EOPNOTSUPP))
+        || e.kind() == io::ErrorKind::Unsupported
+}
+
 fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> Error + 'a {
     move |e| Error::io(path, op, e)
 }
@@ -485,6 +497,16 @@ impl Env for PosixEnv {
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         fs::rename(from, to).map_err(io_err(from, "rename"))
+    }
+
+    /// `link(2)`; where the file system refuses a hard link (`to` on another device, or no
+    /// links supported), a synced copy ([`copy_file`](super::copy_file)).
+    fn link_file(&self, from: &Path, to: &Path) -> Result<()> {
+        match fs::hard_link(from, to) {
+            Ok(()) => Ok(()),
+            Err(e) if link_needs_copy(&e) => super::copy_file(self, from, to),
+            Err(e) => Err(Error::io(from, "link", e)),
+        }
     }
 
     fn sync_dir(&self, dir: &Path) -> Result<()> {

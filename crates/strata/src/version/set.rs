@@ -546,6 +546,37 @@ impl VersionSet {
         edit
     }
 
+    /// The records of a MANIFEST for a copy of the database ([`Db::checkpoint`]) that holds the
+    /// current version's files and, when `log_number` is not 0, the logs it and
+    /// `prev_log_number` make live: the marker if this MANIFEST has one, then the current
+    /// version (as a new MANIFEST starts) with every counter. The copy's MANIFEST is numbered
+    /// `next_file_number`, above every file the copy can hold; no number is taken from this
+    /// set (the copy is another database).
+    ///
+    /// [`Db::checkpoint`]: crate::Db::checkpoint
+    pub(crate) fn checkpoint_manifest(
+        &self,
+        log_number: u64,
+        prev_log_number: u64,
+    ) -> (u64, Vec<Vec<u8>>) {
+        let manifest_number = self.next_file_number;
+        let mut records = Vec::new();
+        let blobs = self.blob_marked || !self.current.blob_files.is_empty();
+        let ranges = self.range_marked || !self.current.range_tombstones.is_empty();
+        if blobs || ranges {
+            records.push(self.marker_record(blobs, ranges));
+        }
+        let mut edit = self.snapshot_edit();
+        edit.log_number = Some(log_number);
+        edit.prev_log_number = (prev_log_number != 0).then_some(prev_log_number);
+        edit.next_file_number = Some(manifest_number + 1);
+        edit.last_sequence = Some(self.last_sequence);
+        let mut record = Vec::new();
+        edit.encode_into(&mut record);
+        records.push(record);
+        (manifest_number, records)
+    }
+
     /// Records `edit` in the MANIFEST (starting a new one if there is none open), syncs it, and
     /// makes the resulting version current. Fills in the counters the edit carries.
     ///

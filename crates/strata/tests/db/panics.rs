@@ -240,3 +240,22 @@ fn a_poisoned_database_reopens_with_every_acknowledged_write() {
     let db = open(dir.path(), &trap, Trapped::Filter);
     assert_eq!(db.scan().unwrap().count(), 301);
 }
+
+#[test]
+fn close_of_a_poisoned_database_returns_poisoned_and_releases_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let trap = Arc::new(Trap::default());
+    let db = open(dir.path(), &trap, Trapped::Filter);
+    fill(&db, 0, 300);
+    db.put(BOMB, b"x").unwrap();
+    trap.armed.store(true, SeqCst);
+    let e = watchdog("a flush that panics, then close", move || {
+        assert!(db.compact_range(None, None).is_err());
+        db.close().unwrap_err()
+    });
+    assert!(matches!(e, Error::Poisoned(_)), "{e}");
+    trap.armed.store(false, SeqCst);
+    let db = open(dir.path(), &trap, Trapped::Filter);
+    assert_eq!(db.get(BOMB).unwrap().as_deref(), Some(&b"x"[..]));
+    db.close().unwrap();
+}

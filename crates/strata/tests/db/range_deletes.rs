@@ -317,3 +317,26 @@ fn repair_keeps_range_deletions_from_the_manifest_and_the_logs() {
         assert_eq!(keys(&db), want, "in the MANIFEST: {in_manifest}");
     }
 }
+
+/// A checkpoint holds the range deletions, those still in the memtable and those in the
+/// version, and is marked as its source is.
+#[test]
+fn a_checkpoint_keeps_range_deletions() {
+    let env = MemEnv::new();
+    let db = Db::open("/db", options(&env)).unwrap();
+    fill(&db, 300);
+    db.compact_range(None, None).unwrap();
+    let snapshot = db.snapshot(); // keeps the first deletion from being applied
+    db.delete_range(key(10), key(20)).unwrap();
+    db.compact_range(Some(b"zzz0"), Some(b"zzz1")).unwrap(); // into the version
+    db.delete_range(key(100), key(200)).unwrap(); // still in the memtable
+    db.checkpoint("/copy").unwrap();
+    drop(snapshot);
+    let copy = Db::open("/copy", options(&env)).unwrap();
+    let want: Vec<u32> = (0..10).chain(20..100).chain(200..300).collect();
+    assert_eq!(keys(&copy), want);
+    copy.compact_range(None, None).unwrap();
+    copy.wait_for_compactions().unwrap();
+    assert_eq!(keys(&copy), want);
+    assert_eq!(live_range_deletions(&copy), 0);
+}

@@ -416,6 +416,64 @@ fn databases_move_between_strata_and_leveldb_with_default_options() {
     );
 }
 
+#[test]
+fn leveldb_opens_a_checkpoint_of_a_live_strata_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, backup) = (tmp.path().join("db"), tmp.path().join("backup"));
+    let mut model = Model::new();
+    let options = strata::Options {
+        create_if_missing: true,
+        write_buffer_size: 256 << 10,
+        ..strata::Options::default()
+    };
+    let db = strata::Db::open(&dir, options).unwrap();
+    // Tables on several levels, and unflushed writes in the log that the checkpoint flushes.
+    churn(
+        &mut model,
+        5,
+        60_000,
+        |k, v| db.put(k, v).unwrap(),
+        |k| db.delete(k).unwrap(),
+    );
+    db.compact_range(None, None).unwrap();
+    churn(
+        &mut model,
+        6,
+        20_000,
+        |k, v| db.put(k, v).unwrap(),
+        |k| db.delete(k).unwrap(),
+    );
+    db.checkpoint(&backup).unwrap();
+    // Later writes to the open database are not in the checkpoint.
+    let expected: Entries = model.clone().into_iter().collect();
+    churn(
+        &mut model,
+        7,
+        1_000,
+        |k, v| db.put(k, v).unwrap(),
+        |k| db.delete(k).unwrap(),
+    );
+    let leveldb = LevelDb::open(&backup, None).unwrap();
+    assert!(
+        leveldb.scan(false).unwrap() == expected,
+        "LevelDB reads the checkpoint as it was"
+    );
+    assert!(leveldb.scan(true).unwrap() == expected, "backward too");
+    for (k, v) in expected.iter().step_by(97) {
+        assert_eq!(leveldb.get(k).unwrap().as_ref(), Some(v));
+    }
+    // LevelDB writes to it, and strata opens what LevelDB left.
+    leveldb.put(b"written-by-leveldb", b"1").unwrap();
+    drop(leveldb);
+    let copy = strata::Db::open(&backup, strata::Options::default()).unwrap();
+    assert_eq!(
+        copy.get(b"written-by-leveldb").unwrap().as_deref(),
+        Some(&b"1"[..])
+    );
+    assert_eq!(strata_contents(&copy).len(), expected.len() + 1);
+    assert_eq!(strata_contents(&db), model.into_iter().collect::<Entries>());
+}
+
 /// Set in a child process of `strata_and_leveldb_exclude_each_other_across_processes`: the
 /// database directory the child opens with LevelDB and holds until a file appears.
 const LOCK_CHILD_ENV: &str = "STRATA_TEST_LEVELDB_LOCK_CHILD";
