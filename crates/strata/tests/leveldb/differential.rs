@@ -3,8 +3,9 @@
 //! random operations go to a strata database and to a LevelDB database, and every read must
 //! give the same answer on both.
 //!
-//! The operations, drawn from a seeded PRNG: puts, deletes, write batches mixing both (with
-//! repeated keys), point lookups, full scans forward and backward (strata's `scan`, its `.rev()`,
+//! The operations, drawn from a seeded PRNG: puts, deletes, range deletions (strata's
+//! `delete_range`; on LevelDB, which has none, one batch deleting every key the model holds in
+//! the range), write batches mixing puts and deletes (with repeated keys), point lookups, full scans forward and backward (strata's `scan`, its `.rev()`,
 //! both ends consumed in turn, and its cursor), bounded range scans, seeks followed by a few
 //! `next`/`prev` steps, snapshots (lookups, scans and seeks through older ones), a cursor kept
 //! open across later writes and compactions, `compact_range` over random ranges and over
@@ -152,6 +153,8 @@ enum ScanKind {
 enum Op {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
+    /// `[start, end)`, start not after end.
+    DeleteRange(Vec<u8>, Vec<u8>),
     /// A put for `Some(value)`, a delete for `None`.
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
     /// Through the snapshot of this index, if any.
@@ -237,6 +240,7 @@ impl fmt::Display for Op {
         match self {
             Op::Put(k, v) => write!(f, "put {} = {}", Show(k), Show(v)),
             Op::Delete(k) => write!(f, "delete {}", Show(k)),
+            Op::DeleteRange(a, b) => write!(f, "delete range {} .. {}", Show(a), Show(b)),
             Op::Batch(ops) => {
                 write!(f, "batch [")?;
                 for (i, (k, v)) in ops.iter().enumerate() {
@@ -681,7 +685,15 @@ impl Run {
                 let k = self.gen_key();
                 Op::Put(k, self.gen_value())
             }
-            250..=329 => Op::Delete(self.gen_live_key()),
+            250..=309 => Op::Delete(self.gen_live_key()),
+            310..=329 => {
+                let (a, b) = (self.gen_live_key(), self.gen_key());
+                if a <= b {
+                    Op::DeleteRange(a, b)
+                } else {
+                    Op::DeleteRange(b, a)
+                }
+            }
             330..=409 => {
                 let n = self.rng.gen_range(1..=12);
                 let mut ops = Vec::with_capacity(n);
@@ -806,6 +818,19 @@ impl Run {
                 self.ctx.ok(op, "strata's delete", s.delete_opt(k, &wo));
                 self.ctx.ok(op, "LevelDB's delete", l.delete(k));
                 self.model.remove(k);
+            }
+            Op::DeleteRange(a, b) => {
+                self.ctx
+                    .ok(op, "strata's delete_range", s.delete_range_opt(a, b, &wo));
+                let doomed: Vec<(Vec<u8>, Option<Vec<u8>>)> = self
+                    .model
+                    .range::<Vec<u8>, _>(a..b)
+                    .map(|(k, _)| (k.clone(), None))
+                    .collect();
+                self.ctx.ok(op, "LevelDB's deletes", l.write(&doomed));
+                for (k, _) in &doomed {
+                    self.model.remove(k);
+                }
             }
             Op::Batch(ops) => {
                 let mut batch = WriteBatch::new();
