@@ -164,15 +164,26 @@ impl Input<'_> {
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-/// One operation of a write batch: a key and its new value, `None` for a deletion.
-type Edit = (Vec<u8>, Option<Vec<u8>>);
+/// One operation of a write batch.
+#[derive(Debug, Clone)]
+enum Edit {
+    /// A key and its new value, `None` for a deletion.
+    Set(Vec<u8>, Option<Vec<u8>>),
+    /// `delete_range(start, end)`, start not after end.
+    DeleteRange(Vec<u8>, Vec<u8>),
+}
 
 fn apply(model: &mut Model, batch: &[Edit]) {
-    for (k, v) in batch {
-        match v {
-            Some(v) => model.insert(k.clone(), v.clone()),
-            None => model.remove(k),
-        };
+    for edit in batch {
+        match edit {
+            Edit::Set(k, Some(v)) => {
+                model.insert(k.clone(), v.clone());
+            }
+            Edit::Set(k, None) => {
+                model.remove(k);
+            }
+            Edit::DeleteRange(a, b) => model.retain(|k, _| k < a || k >= b),
+        }
     }
 }
 
@@ -314,10 +325,11 @@ impl Harness {
 
     fn write(&mut self, batch: Vec<Edit>, sync: bool) {
         let mut wb = WriteBatch::new();
-        for (k, v) in &batch {
-            match v {
-                Some(v) => wb.put(k, v),
-                None => wb.delete(k),
+        for edit in &batch {
+            match edit {
+                Edit::Set(k, Some(v)) => wb.put(k, v),
+                Edit::Set(k, None) => wb.delete(k),
+                Edit::DeleteRange(a, b) => wb.delete_range(a, b),
             }
         }
         match self.db().write_opt(wb, &WriteOptions { sync }) {
@@ -496,12 +508,18 @@ impl Harness {
                 let key = Self::key(input);
                 let value = self.value(input);
                 let sync = input.next() & 1 == 1;
-                self.write(vec![(key, Some(value))], sync);
+                self.write(vec![Edit::Set(key, Some(value))], sync);
             }
             2 => {
                 let key = Self::key(input);
+                let edit = if input.next() % 4 == 0 {
+                    let other = Self::key(input);
+                    Edit::DeleteRange(key.clone().min(other.clone()), key.max(other))
+                } else {
+                    Edit::Set(key, None)
+                };
                 let sync = input.next() & 1 == 1;
-                self.write(vec![(key, None)], sync);
+                self.write(vec![edit], sync);
             }
             3 => {
                 let n = 1 + input.next() % 5;
@@ -509,7 +527,7 @@ impl Harness {
                     .map(|_| {
                         let delete = input.next() & 1 == 1;
                         let key = Self::key(input);
-                        (key, (!delete).then(|| self.value(input)))
+                        Edit::Set(key, (!delete).then(|| self.value(input)))
                     })
                     .collect();
                 let sync = input.next() & 1 == 1;
@@ -553,7 +571,7 @@ impl Harness {
 }
 
 /// Random operations against a model of what the database must hold, with I/O faults injected
-/// where the input says: puts, deletes and batches (synced or not), gets, scans, seeks with a
+/// where the input says: puts, deletes, range deletions and batches (synced or not), gets, scans, seeks with a
 /// step back, snapshots, compactions, faults (EIO, ENOSPC, a short write, a failed sync; once or
 /// for good), and reopens after a clean close, a process kill or a power loss, with or without
 /// a fault while recovering. Inputs of odd length run with key-value separation (values of 100
