@@ -75,6 +75,11 @@ pub struct Flags {
     /// Do not verify block checksums on reads (LevelDB's default; strata verifies).
     #[arg(long)]
     pub no_verify_checksums: bool,
+    /// strata reads through its copying calls (`get` returning a `Vec`, `range` items owning
+    /// their key and value) instead of the zero-copy ones (`get_pinned`, cursor borrows), to
+    /// measure what the zero-copy calls save.
+    #[arg(long)]
+    pub copying_reads: bool,
     /// Use the database already in --db instead of starting fresh; fill benchmarks are
     /// skipped.
     #[arg(long)]
@@ -139,6 +144,7 @@ impl Flags {
             compression: !self.no_compression,
             verify_checksums: !self.no_verify_checksums,
             value_size: self.value_size,
+            copying_reads: self.copying_reads,
         }
     }
 }

@@ -54,6 +54,10 @@ pub struct EngineConfig {
     /// the 100K benchmarks. Engines whose best settings differ with the value size (LMDB's
     /// write mode) choose by it.
     pub value_size: usize,
+    /// strata reads with its copying calls (`get`, and `RangeIter` items that own their key
+    /// and value) instead of `get_pinned` and cursor borrows: to measure what zero-copy reads
+    /// save. Other engines ignore it.
+    pub copying_reads: bool,
 }
 
 impl EngineConfig {
@@ -74,6 +78,7 @@ impl Default for EngineConfig {
             compression: true,
             verify_checksums: true,
             value_size: 100,
+            copying_reads: false,
         }
     }
 }

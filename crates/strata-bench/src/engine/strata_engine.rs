@@ -15,6 +15,8 @@ pub const BLOB_THRESHOLD: usize = 4096;
 pub struct StrataEngine {
     db: Db,
     verify_checksums: bool,
+    /// `EngineConfig::copying_reads`.
+    copying_reads: bool,
 }
 
 impl StrataEngine {
@@ -47,6 +49,7 @@ impl StrataEngine {
         Ok(StrataEngine {
             db,
             verify_checksums: config.verify_checksums,
+            copying_reads: config.copying_reads,
         })
     }
 
@@ -81,6 +84,16 @@ impl Engine for StrataEngine {
     }
 
     fn get(&self, key: &[u8], value: &mut Vec<u8>) -> EngineResult<bool> {
+        if self.copying_reads {
+            return match self.db.get_opt(key, &self.read_options()) {
+                Ok(Some(v)) => {
+                    *value = v;
+                    Ok(true)
+                }
+                Ok(None) => Ok(false),
+                Err(e) => Err(e.to_string()),
+            };
+        }
         // Copied into the caller's buffer, as the other engines' values are: no allocation.
         match self.db.get_pinned_opt(key, &self.read_options()) {
             Ok(Some(v)) => {
@@ -99,6 +112,24 @@ impl Engine for StrataEngine {
         limit: u64,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> EngineResult<u64> {
+        if self.copying_reads {
+            let range = self
+                .db
+                .scan_opt(&self.read_options())
+                .map_err(|e| e.to_string())?;
+            let entries: Box<dyn Iterator<Item = _>> = if reverse {
+                Box::new(range.rev())
+            } else {
+                Box::new(range)
+            };
+            let mut n = 0u64;
+            for entry in entries.take(usize::try_from(limit).unwrap_or(usize::MAX)) {
+                let (k, v) = entry.map_err(|e| e.to_string())?;
+                visit(&k, &v);
+                n += 1;
+            }
+            return Ok(n);
+        }
         let mut it = self
             .db
             .iter_opt(&self.read_options())
