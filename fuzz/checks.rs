@@ -512,7 +512,7 @@ impl Harness {
             }
             2 => {
                 let key = Self::key(input);
-                let edit = if input.next() % 4 == 0 {
+                let edit = if input.next().is_multiple_of(4) {
                     let other = Self::key(input);
                     Edit::DeleteRange(key.clone().min(other.clone()), key.max(other))
                 } else {

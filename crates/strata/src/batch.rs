@@ -215,13 +215,12 @@ impl WriteBatch {
     }
 
     /// Parses a batch read from a log. Every operation is checked, and so are its sequence
-    /// numbers: the last must not exceed [`MAX_SEQNO`](crate::key::MAX_SEQNO).
+    /// numbers: the last must not exceed 2^56 - 1 (the largest seqno an internal key holds).
     ///
     /// # Errors
     /// A [`RecordError`] at the offset (within the record) of the first malformed byte; the
     /// caller, who knows where the record was read, turns it into an [`Error`](crate::Error)
-    /// with
-    /// [`LogReader::record_error`](crate::log::LogReader::record_error).
+    /// with the log reader's `record_error`.
     pub fn decode(record: &[u8]) -> Result<WriteBatch, RecordError> {
         if record.len() < BATCH_HEADER_LEN {
             return Err(RecordError::new(

@@ -47,7 +47,7 @@ pub enum Error {
     Corruption {
         /// The damaged file. Never empty: bytes decoded from a buffer are a [`RecordError`]
         /// until the reader that found them says which file and where
-        /// ([`LogReader::record_error`](crate::log::LogReader::record_error)). When the
+        /// (the log reader's `record_error`). When the
         /// damage is in an entry read through the merged view of a database, whose file is not
         /// known, this is the database's directory, and the reason names the entry's key.
         file: PathBuf,
@@ -69,7 +69,7 @@ pub enum Error {
     Poisoned(Cow<'static, str>),
     /// There is no database at `path`: the directory does not exist, or it has no `CURRENT`
     /// file, and `create_if_missing` is not set (or the open is read-only); for
-    /// [`destroy`](crate::destroy) and [`check`](crate::check), the directory holds no
+    /// [`destroy`](crate::destroy) and [`check`](crate::check()), the directory holds no
     /// database by their rules. Nothing was created or changed.
     ///
     /// A directory that holds a database's files without `CURRENT` is not this error when
@@ -106,7 +106,7 @@ pub enum Error {
 ///
 /// There is deliberately no conversion into [`Error`]: the reader of the record knows which
 /// file it came from and where each of its bytes lies, and says so with
-/// [`LogReader::record_error`](crate::log::LogReader::record_error), so that every
+/// the log reader's `record_error`, so that every
 /// [`Error::Corruption`] names its file and the file offset of the damage.
 ///
 /// # Example

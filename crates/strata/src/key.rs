@@ -36,12 +36,12 @@ pub enum ValueKind {
     /// The key was set to the entry's value at this seqno.
     Value = 1,
     /// The key was set to a value kept in a blob file; the entry's value is a
-    /// [`BlobPointer`](crate::blob::BlobPointer) to it. Not a LevelDB kind: only databases that
+    /// `BlobPointer` (a blob file and offset) to it. Not a LevelDB kind: only databases that
     /// use key-value separation hold it (see `docs/blobs.md`).
     BlobPointer = 2,
     /// A range deletion in a write batch: the operation's key is the range's start, its value
     /// the range's end (see `range_del`). Not a LevelDB kind, and never in an internal key:
-    /// range deletions are kept apart from the entries ([`ParsedInternalKey::parse`] refuses
+    /// range deletions are kept apart from the entries (`ParsedInternalKey::parse` refuses
     /// the kind).
     RangeDeletion = 3,
 }

@@ -14,10 +14,14 @@
 //! options opens in LevelDB. One process opens a database at a time (the `LOCK` file);
 //! within it, a `Db` is `Send + Sync`.
 //!
-//! The lower layers are public for tools and tests: the log format ([`log`]), tables
-//! ([`table`]), filters ([`filter`]), caches ([`cache`]), MANIFEST records ([`version`]).
-//! [`check()`] reads every file a database depends on and lists what is damaged; [`repair()`]
-//! rebuilds a database that will not open.
+//! What users plug in is public: [`Env`] and its files ([`mod@env`]), [`FilterPolicy`]
+//! ([`filter`]), [`Comparator`]. [`check()`] reads every file a database depends on and lists
+//! what is damaged; [`repair()`] rebuilds a database that will not open. The lower layers (the
+//! log format, tables, caches, MANIFEST records, internal keys) are public only with the
+//! `internals` feature, for strata's command-line tool and tests: they are outside the semver
+//! promise.
+//!
+//! [`FilterPolicy`]: filter::FilterPolicy
 //!
 //! # Durability
 //!
@@ -64,11 +68,21 @@
 //! # Ok::<(), strata::Error>(())
 //! ```
 
+/// Modules public only with the `internals` feature: the formats and machinery below the
+/// `Db` API, for strata's own tools and tests. They are not part of the semver promise.
+macro_rules! internal_modules {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        #[cfg(feature = "internals")]
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        #[allow(dead_code, unreachable_pub, unused_imports)]
+        mod $name;
+    )*};
+}
+
 mod batch;
-pub mod blob;
-pub mod cache;
 pub mod check;
-pub mod coding;
 mod compaction;
 mod comparator;
 mod db;
@@ -77,18 +91,33 @@ mod error;
 mod filename;
 pub mod filter;
 mod info_log;
-pub mod iter;
-pub mod key;
-pub mod log;
 mod memtable;
 mod options;
 mod range_del;
 mod repair;
 mod snapshot;
-pub mod table;
-pub mod version;
+
+internal_modules! {
+    /// Blob files (`internals`).
+    blob;
+    /// The block cache and the open-file caches (`internals`).
+    cache;
+    /// Varints, fixed-width integers, CRC32C (`internals`).
+    coding;
+    /// The cursor contract of every internal iterator (`internals`).
+    iter;
+    /// Internal keys (`internals`).
+    key;
+    /// The log format of WALs and MANIFESTs (`internals`).
+    log;
+    /// Sorted tables (`internals`).
+    table;
+    /// MANIFEST records and versions (`internals`).
+    version;
+}
 
 pub use batch::{BatchIter, BatchOp, WriteBatch};
+pub use cache::BlockCache;
 pub use check::{check, CheckReport};
 pub use comparator::{bytewise, BytewiseComparator, Comparator, KeyRange};
 pub use db::{
@@ -97,6 +126,7 @@ pub use db::{
 };
 pub use env::{CrashMode, Env, IoFaults, MemEnv, PosixEnv};
 pub use error::{Error, RecordError, Result};
+pub use key::ValueKind;
 pub use options::{Options, ReadOptions, WriteOptions};
 pub use repair::{repair, RepairReport};
 pub use snapshot::Snapshot;
