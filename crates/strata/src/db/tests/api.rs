@@ -374,3 +374,41 @@ fn get_pinned_borrows_table_blocks_and_matches_get() {
         Some(&b"new"[..])
     );
 }
+
+/// Every call takes every byte-like key type, and `range` every form of Rust range: this test
+/// is mostly that it compiles. Each answer is checked too.
+#[test]
+fn byte_like_keys_and_every_range_form_are_accepted() {
+    use std::ops::Bound;
+    let env = MemEnv::new();
+    let db = Db::open(DIR, options(&env)).unwrap();
+    db.put("a", "1").unwrap(); // &str
+    db.put(b"b", b"2").unwrap(); // &[u8; N]
+    db.put(b"c".to_vec(), vec![b'3']).unwrap(); // Vec<u8>
+    db.put(String::from("d"), String::from("4")).unwrap(); // String
+    db.put(&b"e"[..], [b'5']).unwrap(); // &[u8], [u8; N]
+    db.put(&String::from("f"), &vec![b'6']).unwrap(); // references
+    assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(db.get(b"c".to_vec()).unwrap().as_deref(), Some(&b"3"[..]));
+    assert_eq!(db.get_pinned(String::from("d")).unwrap().as_deref(), Some(&b"4"[..]));
+    let keys = |r: RangeIter| -> Vec<Vec<u8>> { r.keys().map(Result::unwrap).collect() };
+    let k = |s: &str| s.as_bytes().to_vec();
+    assert_eq!(keys(db.range(..).unwrap()).len(), 6);
+    assert_eq!(keys(db.range("b".."d").unwrap()), [k("b"), k("c")]);
+    assert_eq!(keys(db.range(b"b"..=b"d").unwrap()), [k("b"), k("c"), k("d")]);
+    assert_eq!(keys(db.range(k("e")..).unwrap()), [k("e"), k("f")]);
+    assert_eq!(keys(db.range(..String::from("b")).unwrap()), [k("a")]);
+    assert_eq!(keys(db.range(..=&b"b"[..]).unwrap()), [k("a"), k("b")]);
+    let bounds = (Bound::Excluded("a"), Bound::Included("c"));
+    assert_eq!(keys(db.range(bounds).unwrap()), [k("b"), k("c")]);
+    assert_eq!(keys(db.prefix(String::from("f")).unwrap()), [k("f")]);
+    db.delete(String::from("a")).unwrap();
+    db.delete_range("b", b"d".to_vec()).unwrap();
+    assert_eq!(keys(db.scan().unwrap()), [k("d"), k("e"), k("f")]);
+    let mut batch = WriteBatch::new();
+    batch.put(String::from("x"), b"y");
+    batch.delete(b"d".to_vec());
+    batch.delete_range("e", "f");
+    db.write(batch).unwrap();
+    assert_eq!(keys(db.scan().unwrap()), [k("f"), k("x")]);
+}
