@@ -91,8 +91,8 @@ pub use batch::{BatchIter, BatchOp, WriteBatch};
 pub use check::{check, CheckReport};
 pub use comparator::{bytewise, BytewiseComparator, Comparator, KeyRange};
 pub use db::{
-    destroy, BlobFileInfo, Db, DbIterator, IntoKeyRange, Keys, PinnedValue, RangeIter,
-    MAX_KEY_SIZE, MAX_VALUE_SIZE,
+    destroy, BlobFileInfo, BlobStats, BlockCacheStats, Db, DbIterator, DbStats, IntoKeyRange, Keys,
+    LevelStats, PinnedValue, RangeIter, TableCacheStats, WriteStalls, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };
 pub use env::{CrashMode, Env, IoFaults, MemEnv, PosixEnv};
 pub use error::{Error, RecordError, Result};
