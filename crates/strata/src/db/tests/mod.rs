@@ -12,6 +12,7 @@ use crate::Comparator;
 
 mod api;
 mod background;
+mod misuse;
 mod open;
 mod stats;
 
