@@ -309,15 +309,26 @@ impl DbIterator {
         }
     }
 
-    /// `Ok` if the cursor is on an entry; else why not.
+    /// `Ok` if the cursor is on an entry; else why not. Inlined, with the error built out of
+    /// line, so that `value` and `try_value` cost what the assertion they had did.
+    #[inline]
     fn check_valid(&self) -> Result<()> {
         if self.valid {
-            return Ok(());
+            Ok(())
+        } else {
+            Err(self.why_not_on_an_entry())
         }
-        self.status()?;
-        Err(Error::invalid_argument(
-            "the cursor is not on an entry (never positioned, or past an end)",
-        ))
+    }
+
+    /// The error that stopped the cursor, or the misuse of one that is not on an entry.
+    #[cold]
+    fn why_not_on_an_entry(&self) -> Error {
+        match self.status() {
+            Err(e) => e,
+            Ok(()) => Error::invalid_argument(
+                "the cursor is not on an entry (never positioned, or past an end)",
+            ),
+        }
     }
 
     /// The current value, or an empty slice if the cursor is not on an entry.
