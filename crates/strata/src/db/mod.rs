@@ -899,6 +899,10 @@ impl Db {
     /// `leveldb.approximate-memory-usage`, and `strata.blob-files`: a line per blob file
     /// (`number size value_bytes garbage_bytes`, or `pending` in place of the garbage for a
     /// file whose memtable is not flushed yet).
+    ///
+    /// `leveldb.stats`, `leveldb.num-files-at-level<N>` and `leveldb.approximate-memory-usage`
+    /// print figures of [`stats`](Self::stats), in LevelDB's format; read the struct rather
+    /// than parse them.
     /// # Example
     ///
     /// ```
