@@ -70,7 +70,10 @@ pub struct LevelStats {
 /// previous one is still being flushed). Counted since the database opened.
 ///
 /// A stop is counted once per write that waited, however many times it woke before it had
-/// room; its time is all of that wait.
+/// room; its time is all of that wait. The flush that [`Db::compact_range`] starts takes its
+/// turn in the writers' queue, and counts as a write here when it waits.
+///
+/// [`Db::compact_range`]: crate::Db::compact_range
 ///
 /// # Example
 ///

@@ -107,7 +107,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, options: &WriteOptions, batch: WriteBa
         return Err(Error::not_supported("the database was opened read-only"));
     }
     validate(&batch)?;
-    let user_bytes = batch.approximate_size() - BATCH_HEADER_LEN;
+    let user_bytes = batch.approximate_size().saturating_sub(BATCH_HEADER_LEN);
     // Large values go to a blob file now, in the writer's own thread, so that the group
     // commit below merges small pointer batches.
     // `_appending` keeps the blob file from being rewritten until this write returns.
