@@ -121,8 +121,8 @@ pub use cache::BlockCache;
 pub use check::{check, CheckReport};
 pub use comparator::{bytewise, BytewiseComparator, Comparator, KeyRange};
 pub use db::{
-    destroy, BlobFileInfo, Db, DbIterator, IntoKeyRange, Keys, PinnedValue, RangeIter,
-    MAX_KEY_SIZE, MAX_VALUE_SIZE,
+    destroy, BlobFileInfo, BlobStats, BlockCacheStats, Db, DbIterator, DbStats, IntoKeyRange, Keys,
+    LevelStats, PinnedValue, RangeIter, TableCacheStats, WriteStalls, MAX_KEY_SIZE, MAX_VALUE_SIZE,
 };
 pub use env::{CrashMode, Env, IoFaults, MemEnv, PosixEnv};
 pub use error::{Error, RecordError, Result};

@@ -85,6 +85,15 @@ impl SnapshotList {
         }
     }
 
+    /// The number of live snapshots (two at one seqno count twice).
+    pub(crate) fn count(&self) -> usize {
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .sum()
+    }
+
     /// The oldest live snapshot's seqno, if any.
     pub(crate) fn oldest(&self) -> Option<SeqNo> {
         self.live
@@ -107,14 +116,14 @@ mod tests {
         let a = list.acquire(5);
         let b = list.acquire(3);
         let c = list.acquire(3);
-        assert_eq!(list.oldest(), Some(3));
+        assert_eq!((list.oldest(), list.count()), (Some(3), 3));
         drop(b);
-        assert_eq!(list.oldest(), Some(3));
+        assert_eq!((list.oldest(), list.count()), (Some(3), 2));
         drop(c);
-        assert_eq!(list.oldest(), Some(5));
+        assert_eq!((list.oldest(), list.count()), (Some(5), 1));
         assert!(a.belongs_to(&list));
         assert!(!a.belongs_to(&Arc::new(SnapshotList::default())));
         drop(a);
-        assert_eq!(list.oldest(), None);
+        assert_eq!((list.oldest(), list.count()), (None, 0));
     }
 }

@@ -10,7 +10,7 @@ use serde_json::json;
 use strata::check::{CheckReport, CheckedFile, FileKind};
 use strata::filter::BloomFilterPolicy;
 use strata::version::NUM_LEVELS;
-use strata::{BlobFileInfo, Options};
+use strata::{DbStats, Options};
 
 use super::{open_read_only, output};
 use crate::error::{CliError, DAMAGE_FOUND};
@@ -99,7 +99,9 @@ pub fn stats(db: &Path, json: bool, flags: &ReadFlags) -> Result<ExitCode, CliEr
         let value = handle.property(&name).unwrap_or_default();
         properties.push((name, value));
     }
-    let blob_files = handle.blob_files();
+    // From a read-only open, only what the database holds means anything here (its blob
+    // files, the memtable its live logs replay into); the counters of work done are zero.
+    let db_stats = handle.stats();
     drop(handle);
     let report = strata::check(db, &options)?;
 
@@ -127,6 +129,13 @@ pub fn stats(db: &Path, json: bool, flags: &ReadFlags) -> Result<ExitCode, CliEr
             "last_sequence": report.last_sequence,
             "logs": { "files": logs.len(), "bytes": log_bytes, "records": log_records,
                       "operations": log_operations },
+            "memtable_bytes": db_stats.memtable_bytes,
+            "blobs": db_stats.blobs.as_ref().map(|b| json!({
+                "files": b.file_count,
+                "bytes": b.file_bytes,
+                "value_bytes": b.value_bytes,
+                "garbage_bytes": b.garbage_bytes,
+            })),
             "levels": (0..NUM_LEVELS)
                 .filter(|&l| levels[l].tables > 0)
                 .map(|l| levels[l].to_json(Some(l)))
@@ -147,7 +156,7 @@ pub fn stats(db: &Path, json: bool, flags: &ReadFlags) -> Result<ExitCode, CliEr
             levels: &levels,
             total: &total,
             logs: &logs,
-            blob_files: &blob_files,
+            db_stats: &db_stats,
         };
         write_stats_text(&mut out, db, &report, &figures, &properties).map_err(CliError::output)?;
     }
@@ -175,7 +184,7 @@ struct StatsFigures<'a> {
     levels: &'a [LevelFigures; NUM_LEVELS],
     total: &'a LevelFigures,
     logs: &'a LogFigures,
-    blob_files: &'a [BlobFileInfo],
+    db_stats: &'a DbStats,
 }
 
 fn write_stats_text(
@@ -189,7 +198,7 @@ fn write_stats_text(
         levels,
         total,
         logs,
-        blob_files,
+        db_stats,
     } = *figures;
     writeln!(out, "database       {}", db.display())?;
     writeln!(
@@ -211,15 +220,13 @@ fn write_stats_text(
         logs.records,
         logs.operations
     )?;
-    if !blob_files.is_empty() {
-        let bytes: u64 = blob_files.iter().map(|b| b.file_size).sum();
-        let garbage: u64 = blob_files.iter().filter_map(|b| b.garbage_bytes).sum();
+    if let Some(blobs) = db_stats.blobs.as_ref().filter(|b| b.file_count > 0) {
         writeln!(
             out,
             "blob files     {} ({}, of which {} no entry reaches)",
-            blob_files.len(),
-            human(bytes),
-            human(garbage)
+            blobs.file_count,
+            human(blobs.file_bytes),
+            human(blobs.garbage_bytes)
         )?;
     }
     writeln!(out)?;

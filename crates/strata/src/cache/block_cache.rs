@@ -33,11 +33,15 @@ const TYPICAL_BLOCK_BYTES: usize = 4096;
 /// let cache = BlockCache::new(8 << 20);
 /// assert_eq!(cache.capacity(), 8 << 20);
 /// assert_ne!(cache.new_table_id(), cache.new_table_id());
+/// assert!(cache.get(1, 0).is_none());
+/// assert_eq!((cache.hit_count(), cache.miss_count(), cache.insert_count()), (0, 1, 0));
 /// ```
 pub struct BlockCache {
     cache: quick_cache::sync::Cache<(u64, u64), Arc<Block>, BlockWeighter>,
     capacity: usize,
     next_table_id: AtomicU64,
+    /// Blocks inserted (a relaxed counter: inserts follow misses, which read a table).
+    inserts: AtomicU64,
 }
 
 impl std::fmt::Debug for BlockCache {
@@ -61,6 +65,7 @@ impl BlockCache {
             ),
             capacity: capacity_bytes,
             next_table_id: AtomicU64::new(1),
+            inserts: AtomicU64::new(0),
         }
     }
 
@@ -77,7 +82,24 @@ impl BlockCache {
 
     /// Caches a block. A block larger than the whole cache is not kept.
     pub fn insert(&self, table_id: u64, offset: u64, block: Arc<Block>) {
+        self.inserts.fetch_add(1, Ordering::Relaxed);
         self.cache.insert((table_id, offset), block);
+    }
+
+    /// Lookups ([`get`](Self::get)) that found their block, since the cache was made. Counted
+    /// per shard, under the shard lock the lookup takes anyway.
+    pub fn hit_count(&self) -> u64 {
+        self.cache.hits()
+    }
+
+    /// Lookups that found nothing, since the cache was made.
+    pub fn miss_count(&self) -> u64 {
+        self.cache.misses()
+    }
+
+    /// Blocks [`insert`](Self::insert)ed, since the cache was made (kept or not).
+    pub fn insert_count(&self) -> u64 {
+        self.inserts.load(Ordering::Relaxed)
     }
 
     /// Bytes of blocks held.
@@ -114,6 +136,20 @@ mod tests {
             cache.usage() >= 32 * 1024,
             "the cache is used: {}",
             cache.usage()
+        );
+    }
+
+    #[test]
+    fn counts_hits_misses_and_inserts() {
+        let cache = BlockCache::new(1 << 20);
+        assert!(cache.get(1, 0).is_none());
+        cache.insert(1, 0, block(100));
+        assert!(cache.get(1, 0).is_some());
+        assert!(cache.get(1, 0).is_some());
+        assert!(cache.get(1, 4096).is_none());
+        assert_eq!(
+            (cache.hit_count(), cache.miss_count(), cache.insert_count()),
+            (2, 2, 1)
         );
     }
 

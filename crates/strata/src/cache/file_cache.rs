@@ -10,6 +10,7 @@
 //! (quick_cache's placeholder guard), so a file is never opened twice at once. A failed open
 //! leaves nothing behind: the next lookup tries again.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::Result;
@@ -33,6 +34,9 @@ pub(crate) trait FileOpener {
 pub(crate) struct FileCache<O: FileOpener> {
     opener: O,
     files: quick_cache::sync::Cache<u64, Arc<O::File>>,
+    /// Calls of the opener (a relaxed counter, bumped only on a miss). quick_cache's own
+    /// miss count is not used: a lookup that goes on to open counts as two misses there.
+    opens: AtomicU64,
 }
 
 impl<O: FileOpener> std::fmt::Debug for FileCache<O> {
@@ -50,6 +54,7 @@ impl<O: FileOpener> FileCache<O> {
         FileCache {
             opener,
             files: quick_cache::sync::Cache::new(capacity.max(1)),
+            opens: AtomicU64::new(0),
         }
     }
 
@@ -64,8 +69,10 @@ impl<O: FileOpener> FileCache<O> {
     /// Whatever the opener returns; the error is not cached.
     #[inline]
     pub(crate) fn get(&self, number: u64, hint: O::Hint) -> Result<Arc<O::File>> {
-        self.files
-            .get_or_insert_with(&number, || self.opener.open(number, hint).map(Arc::new))
+        self.files.get_or_insert_with(&number, || {
+            self.opens.fetch_add(1, Ordering::Relaxed);
+            self.opener.open(number, hint).map(Arc::new)
+        })
     }
 
     /// Forgets file `number`; readers holding it keep it.
@@ -77,13 +84,24 @@ impl<O: FileOpener> FileCache<O> {
     pub(crate) fn open_count(&self) -> usize {
         self.files.len()
     }
+
+    /// Lookups that found their file open, since the cache was made (quick_cache's per-shard
+    /// counters). A lookup that waited for another's open of the same file counts as a hit.
+    pub(crate) fn hit_count(&self) -> u64 {
+        self.files.hits()
+    }
+
+    /// Lookups that opened their file (successfully or not), since the cache was made.
+    pub(crate) fn miss_count(&self) -> u64 {
+        self.opens.load(Ordering::Relaxed)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::error::Error;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::AtomicUsize;
 
     /// Opens "files" that are their number and the hint; numbers above 1000 fail.
     #[derive(Default)]
@@ -118,6 +136,7 @@ mod tests {
         let again = cache.get(7, 2).unwrap();
         assert!(Arc::ptr_eq(&first, &again));
         assert_eq!((opens(&cache), cache.open_count()), (1, 1));
+        assert_eq!((cache.hit_count(), cache.miss_count()), (1, 1));
     }
 
     #[test]
@@ -126,6 +145,7 @@ mod tests {
         assert!(cache.get(1001, 0).unwrap_err().is_corruption());
         assert!(cache.get(1001, 0).unwrap_err().is_corruption());
         assert_eq!((opens(&cache), cache.open_count()), (2, 0));
+        assert_eq!((cache.hit_count(), cache.miss_count()), (0, 2));
     }
 
     #[test]

@@ -41,6 +41,7 @@ const RESERVED_FILES: usize = 10;
 /// let tables = TableCache::new(env, Path::new("/db"), TableOptions::default(), None, 1000);
 /// let table = tables.get(7, size).unwrap();
 /// assert!(Arc::ptr_eq(&table, &tables.get(7, size).unwrap()));
+/// assert_eq!((tables.hit_count(), tables.miss_count()), (1, 1));
 /// ```
 #[derive(Debug)]
 pub struct TableCache {
@@ -125,6 +126,16 @@ impl TableCache {
     /// The number of tables held open by the cache.
     pub fn open_count(&self) -> usize {
         self.tables.open_count()
+    }
+
+    /// Lookups ([`get`](Self::get)) that found their table open, since the cache was made.
+    pub fn hit_count(&self) -> u64 {
+        self.tables.hit_count()
+    }
+
+    /// Lookups that opened their table (or failed to), since the cache was made.
+    pub fn miss_count(&self) -> u64 {
+        self.tables.miss_count()
     }
 }
 

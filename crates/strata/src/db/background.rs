@@ -351,6 +351,7 @@ fn run_compaction<'a>(
         c.edit.new_files.push((c.level + 1, f.meta.clone()));
         match state.versions.log_and_apply(&mut c.edit) {
             Ok(()) => {
+                inner.counters.record_trivial_move();
                 info!(inner, "moved table {} to level {}", f.number, c.level + 1);
                 inner.publish_view(&state);
             }
@@ -395,10 +396,7 @@ fn run_compaction<'a>(
     match work {
         Ok(true) => {
             let written: u64 = outputs.iter().map(|o| o.file_size).sum();
-            let stats = &mut state.stats[c.level + 1];
-            stats.micros += start.elapsed().as_micros() as u64;
-            stats.bytes_read += c.input_bytes();
-            stats.bytes_written += written;
+            let (output_level, read) = (c.level + 1, c.input_bytes());
             c.add_input_deletions();
             // The job applied every range deletion of its version that every snapshot saw.
             let horizon = c
@@ -415,6 +413,8 @@ fn run_compaction<'a>(
             state = s;
             match applied {
                 Ok(()) => {
+                    let took = start.elapsed();
+                    (inner.counters).record_compaction(output_level, read, written, took);
                     inner.publish_view(&state);
                     // The plan's version kept the inputs live: let it go first, so that the
                     // inputs no reader holds are deleted now.

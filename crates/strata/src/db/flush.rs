@@ -85,8 +85,7 @@ pub(crate) fn write_level0_table(
     // it held nothing else).
     edit.new_range_tombstones.extend(mem.range_tombstones());
     if let Some(m) = meta {
-        state.stats[0].micros += start.elapsed().as_micros() as u64;
-        state.stats[0].bytes_written += m.file_size;
+        (inner.counters).record_flush(0, Some(m.file_size), start.elapsed());
         info!(inner, "level-0 table {number}: {} bytes", m.file_size);
         // Its entries are newer than every range deletion of the version.
         edit.range_deletion_horizons
@@ -123,9 +122,11 @@ pub(crate) fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) 
         };
         Ok((meta, blob_files, garbage))
     });
-    let mut state = inner.lock_state();
+    let state = inner.lock_state();
     let mut edit = VersionEdit::default();
     let mut blob_numbers = Vec::new();
+    // The level and size of the table written, for the statistics once it is installed.
+    let mut flushed = (0, None);
     let prepared = built.map(|(meta, blob_files, garbage)| {
         for b in &blob_files {
             blob_numbers.push(b.number);
@@ -146,9 +147,7 @@ pub(crate) fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) 
                     inner.options.max_file_size as u64,
                 );
             }
-            let stats = &mut state.stats[level];
-            stats.micros += start.elapsed().as_micros() as u64;
-            stats.bytes_written += meta.file_size;
+            flushed = (level, Some(meta.file_size));
             info!(
                 inner,
                 "flushed memtable to table {number} at level {level}: {} bytes", meta.file_size
@@ -172,6 +171,9 @@ pub(crate) fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) 
     state.pending_outputs.remove(&number);
     match result {
         Ok(()) => {
+            inner
+                .counters
+                .record_flush(flushed.0, flushed.1, start.elapsed());
             // A cursor made before the flush may still read the memtable's pointers.
             if let Some(imm) = state.imm.take().filter(|m| m.holds_blob_pointers()) {
                 let named = imm.blob_files();

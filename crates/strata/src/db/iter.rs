@@ -108,6 +108,17 @@ enum Direction {
 /// The cursor keeps the tables and memtables it reads alive, so it sees a fixed state however
 /// long it lives; it holds files open and memory, so don't keep it longer than needed.
 ///
+/// # An invalid cursor
+///
+/// LevelDB and RocksDB require a valid cursor for `key`, `value`, `next` and `prev`, and fail
+/// an assertion (or read freed memory) otherwise. Here none of them panics: on a cursor that
+/// is not on an entry (never positioned, run off either end, or stopped by an error),
+/// [`key`](Self::key) and [`value`](Self::value) return an empty slice, and
+/// [`next`](Self::next) and [`prev`](Self::prev) do nothing (the cursor stays invalid until
+/// a seek). An empty slice is also a possible key and value, so code that cannot tell
+/// should check [`valid`](Self::valid) first, or call [`try_key`](Self::try_key) and
+/// [`try_value`](Self::try_value), which say why there is no entry.
+///
 /// # Example
 ///
 /// ```
@@ -244,32 +255,132 @@ impl DbIterator {
         self.valid
     }
 
-    /// The current key. Requires [`valid`](Self::valid).
+    /// The current key, or an empty slice if the cursor is not on an entry (see
+    /// [`try_key`](Self::try_key) to tell the two apart).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("a", "1")?;
+    /// let mut it = db.iter()?;
+    /// assert_eq!(it.key(), b""); // not positioned yet
+    /// it.seek_to_first();
+    /// assert_eq!(it.key(), b"a");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn key(&self) -> &[u8] {
-        assert!(self.valid, "DbIterator::key on an invalid cursor");
+        if !self.valid {
+            return &[];
+        }
+        self.current_key()
+    }
+
+    /// The current key; an error if the cursor is not on an entry.
+    ///
+    /// # Errors
+    /// The error that stopped the cursor, if one did (as [`status`](Self::status) returns
+    /// it); otherwise [`Error::InvalidArgument`]: the cursor was never positioned, or ran off
+    /// an end.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("", "the empty key")?;
+    /// let mut it = db.iter()?;
+    /// it.seek_to_first();
+    /// assert_eq!(it.try_key()?, b""); // on the empty key
+    /// it.next();
+    /// assert!(it.try_key().is_err()); // past the end
+    /// it.status()?; // which is no error of the data
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn try_key(&self) -> Result<&[u8]> {
+        self.check_valid()?;
+        Ok(self.current_key())
+    }
+
+    /// The key of the entry the cursor is on. Requires `valid`.
+    fn current_key(&self) -> &[u8] {
         match self.direction {
             Direction::Forward => user_key(self.merged.key()),
             Direction::Reverse => &self.saved_key,
         }
     }
 
-    /// The current value. Requires [`valid`](Self::valid).
+    /// `Ok` if the cursor is on an entry; else why not. Inlined, with the error built out of
+    /// line, so that `value` and `try_value` cost what the assertion they had did.
+    #[inline]
+    fn check_valid(&self) -> Result<()> {
+        if self.valid {
+            Ok(())
+        } else {
+            Err(self.why_not_on_an_entry())
+        }
+    }
+
+    /// The error that stopped the cursor, or the misuse of one that is not on an entry.
+    #[cold]
+    fn why_not_on_an_entry(&self) -> Error {
+        match self.status() {
+            Err(e) => e,
+            Ok(()) => Error::invalid_argument(
+                "the cursor is not on an entry (never positioned, or past an end)",
+            ),
+        }
+    }
+
+    /// The current value, or an empty slice if the cursor is not on an entry.
     ///
     /// A value kept in a blob file (see `Options::blob_threshold`) is read when first asked
     /// for. If that read fails, this returns an empty slice and the error is in
     /// [`status`](Self::status); [`try_value`](Self::try_value) returns it directly.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("a", "1")?;
+    /// let mut it = db.iter()?;
+    /// it.seek_to_last();
+    /// assert_eq!(it.value(), b"1");
+    /// it.next();
+    /// assert_eq!(it.value(), b""); // past the end
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn value(&self) -> &[u8] {
         self.try_value().unwrap_or(&[])
     }
 
-    /// The current value, or the error reading it from its blob file. Requires
-    /// [`valid`](Self::valid).
+    /// The current value; an error if the cursor is not on an entry or the value cannot be
+    /// read from its blob file.
     ///
     /// # Errors
     /// [`Error::Corruption`] or [`Error::Io`] naming the blob file, if the value is kept in one
-    /// and cannot be read.
+    /// and cannot be read; as [`try_key`](Self::try_key) on a cursor that is not on an entry.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("a", "1")?;
+    /// let mut it = db.iter()?;
+    /// assert!(it.try_value().is_err()); // not positioned yet
+    /// it.seek(b"a");
+    /// assert_eq!(it.try_value()?, b"1");
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn try_value(&self) -> Result<&[u8]> {
-        assert!(self.valid, "DbIterator::value on an invalid cursor");
+        self.check_valid()?;
         let stored = self.stored_value();
         if !self.blob {
             return Ok(stored);
@@ -453,9 +564,28 @@ impl DbIterator {
         self.find_next_user_entry(false);
     }
 
-    /// Moves to the next entry. Requires [`valid`](Self::valid).
+    /// Moves to the next entry. On a cursor that is not on an entry, does nothing: seek
+    /// first (see [the type's notes](Self#an-invalid-cursor)).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("a", "1")?;
+    /// let mut it = db.iter()?;
+    /// it.next(); // not positioned: nothing happens
+    /// assert!(!it.valid());
+    /// it.seek_to_first();
+    /// it.next();
+    /// assert!(!it.valid()); // past the end
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn next(&mut self) {
-        assert!(self.valid, "DbIterator::next on an invalid cursor");
+        if !self.valid {
+            return;
+        }
         if self.direction == Direction::Reverse {
             // The merge is before the current key's entries: step into them, then skip them.
             self.direction = Direction::Forward;
@@ -480,9 +610,31 @@ impl DbIterator {
         self.find_next_user_entry(true);
     }
 
-    /// Moves to the previous entry. Requires [`valid`](Self::valid).
+    /// Moves to the previous entry. On a cursor that is not on an entry, does nothing: seek
+    /// first (a cursor that ran off the end does not step back onto the last entry; use
+    /// [`seek_to_last`](Self::seek_to_last)).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("a", "1")?;
+    /// db.put("b", "2")?;
+    /// let mut it = db.iter()?;
+    /// it.seek_to_last();
+    /// it.prev();
+    /// assert_eq!(it.key(), b"a");
+    /// it.prev();
+    /// it.prev(); // before the start: nothing happens
+    /// assert!(!it.valid());
+    /// # Ok::<(), strata::Error>(())
+    /// ```
     pub fn prev(&mut self) {
-        assert!(self.valid, "DbIterator::prev on an invalid cursor");
+        if !self.valid {
+            return;
+        }
         if self.direction == Direction::Forward {
             // Move the merge before every entry of the current key.
             self.saved_key.clear();

@@ -33,6 +33,7 @@ mod poison;
 mod properties;
 mod range_iter;
 mod recovery;
+mod stats;
 mod write;
 
 use std::collections::{HashSet, VecDeque};
@@ -57,13 +58,13 @@ use crate::snapshot::{Snapshot, SnapshotList};
 use crate::table::BlockReadOptions;
 use crate::version::set::VersionSet;
 use crate::version::version::{TableLookup, Version};
-use crate::version::NUM_LEVELS;
 
 pub use destroy::destroy;
 pub use iter::DbIterator;
 pub(crate) use open::live_log_must_exist;
 pub use pinned::PinnedValue;
 pub use range_iter::{IntoKeyRange, Keys, RangeIter};
+pub use stats::{BlobStats, BlockCacheStats, DbStats, LevelStats, TableCacheStats, WriteStalls};
 use write::PendingWrite;
 
 /// What readers see: the memtables and the version, replaced whole.
@@ -116,14 +117,6 @@ pub(crate) struct LogSyncDebt {
     pub(crate) dir_entry: bool,
 }
 
-/// Per-level compaction statistics, for `leveldb.stats`.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct LevelStats {
-    pub(crate) micros: u64,
-    pub(crate) bytes_read: u64,
-    pub(crate) bytes_written: u64,
-}
-
 /// A manual compaction in progress: the level and the range still to compact.
 pub(crate) struct ManualCompaction {
     pub(crate) level: usize,
@@ -159,7 +152,6 @@ pub(crate) struct DbState {
     pub(crate) flushed_memtables: Vec<(Weak<MemTable>, Vec<u64>)>,
     /// True while a compaction merges tables (with the state mutex released).
     pub(crate) compacting: bool,
-    pub(crate) stats: [LevelStats; NUM_LEVELS],
     /// Blob changes the garbage collector has queued for the background thread to log.
     pub(crate) blob_gc: blob_gc::BlobGcState,
 }
@@ -187,6 +179,9 @@ pub(crate) struct DbInner {
     /// large values wait (see `blob_gc::reclaimable_garbage`). Set under the state mutex.
     pub(crate) blob_gc_behind: AtomicBool,
     pub(crate) snapshots: Arc<SnapshotList>,
+    /// What [`Db::stats`] reports of writes, flushes, compactions and stalls: relaxed atomics,
+    /// bumped where the work happens (see `stats.rs`).
+    pub(crate) counters: stats::Counters,
     pub(crate) view: ArcSwap<ReadView>,
     /// The seqno of the last write readers may see. Invariant: every entry with a seqno at or
     /// below it is in the memtables or tables of the current view.
@@ -1006,6 +1001,10 @@ impl Db {
     /// file whose memtable is not flushed yet), and `strata.range-deletions`: a line per range
     /// deletion not yet dropped by compaction (`seqno start end`, `pending` after those still
     /// in a memtable).
+    ///
+    /// `leveldb.stats`, `leveldb.num-files-at-level<N>` and `leveldb.approximate-memory-usage`
+    /// print figures of [`stats`](Self::stats), in LevelDB's format; read the struct rather
+    /// than parse them.
     /// # Example
     ///
     /// ```
@@ -1025,6 +1024,39 @@ impl Db {
     /// ```
     pub fn property(&self, name: &str) -> Option<String> {
         properties::property(&self.inner, name)
+    }
+
+    /// The database's statistics: per level, its tables and what flushes and compactions
+    /// read and wrote into it; totals of writes, log appends and syncs, flushes, compactions
+    /// and write stalls; the caches' hits and misses; memtable sizes, live snapshots, blob
+    /// files. See [`DbStats`] for each figure. `leveldb.stats` and the other LevelDB
+    /// properties are printed from it.
+    ///
+    /// It does not wait for writes or background work: it reads atomic counters and the
+    /// current read view, and takes the state mutex only briefly, and only to list blob files
+    /// when the database has them. The figures are read one by one, not as one atomic
+    /// snapshot.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// for i in 0..1000u32 {
+    ///     db.put(i.to_be_bytes(), [0u8; 100])?;
+    /// }
+    /// db.compact_range(None, None)?;
+    /// let stats = db.stats();
+    /// assert_eq!(stats.write_count, 1000);
+    /// assert_eq!(stats.flush_count, 1);
+    /// let tables: u64 = stats.levels.iter().map(|l| l.file_count).sum();
+    /// let written: u64 = stats.levels.iter().map(|l| l.written_bytes).sum();
+    /// assert!(tables >= 1 && written >= stats.flush_bytes_written);
+    /// println!("{} write stalls", stats.stalls.l0_stop_count + stats.stalls.memtable_stop_count);
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn stats(&self) -> DbStats {
+        stats::collect(&self.inner)
     }
 
     /// The database's blob files (key-value separation, `Options::blob_threshold`): those the

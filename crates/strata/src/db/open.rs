@@ -16,7 +16,7 @@ use crate::blob::BlobCache;
 const BLOB_FILES_OPEN: usize = 64;
 
 use super::background;
-use super::{DbInner, DbState, LevelStats, ReadView};
+use super::{DbInner, DbState, ReadView};
 use crate::cache::{BlockCache, TableCache};
 use crate::env::Env;
 use crate::error::{Error, Result};
@@ -127,6 +127,7 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         blob_estimated_bytes: AtomicU64::new(0),
         blob_gc_behind: AtomicBool::new(false),
         snapshots: Arc::new(SnapshotList::default()),
+        counters: Default::default(),
         view: ArcSwap::from_pointee(view),
         visible_seqno: AtomicU64::new(last_sequence),
         state: Mutex::new(DbState {
@@ -142,7 +143,6 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
             file_deletion_pins: 0,
             flushed_memtables: Vec::new(),
             compacting: false,
-            stats: [LevelStats::default(); crate::version::NUM_LEVELS],
             blob_gc: Default::default(),
         }),
         bg_done: Condvar::new(),

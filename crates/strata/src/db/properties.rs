@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! Properties (LevelDB's names) and approximate sizes.
+//! Properties (LevelDB's names) and approximate sizes. The figures of `leveldb.stats`,
+//! `leveldb.num-files-at-levelN` and `leveldb.approximate-memory-usage` are those of
+//! [`DbStats`](super::DbStats), printed.
 
 use std::fmt::Write as _;
 
-use super::{BlobFileInfo, DbInner};
+use super::{BlobFileInfo, DbInner, DbStats};
 use crate::key::{append_internal_key, ParsedInternalKey, ValueKind, MAX_SEQNO};
+use crate::version::version::Version;
 use crate::version::NUM_LEVELS;
 
 /// The blob files of the current version, then those not in it yet (their memtable is not
@@ -101,61 +104,69 @@ pub(crate) fn property(inner: &DbInner, name: &str) -> Option<String> {
         return Some(range_deletions(inner));
     }
     let rest = name.strip_prefix("leveldb.")?;
-    let state = inner.lock_state();
-    let version = state.versions.current();
     if let Some(level) = rest.strip_prefix("num-files-at-level") {
         let level: usize = level.parse().ok()?;
-        return (level < NUM_LEVELS).then(|| version.num_files(level).to_string());
+        return (level < NUM_LEVELS).then(|| {
+            super::stats::collect(inner).levels[level]
+                .file_count
+                .to_string()
+        });
     }
     match rest {
-        "stats" => {
-            let mut out = String::from(
-                "                               Compactions\n\
-                 Level  Files Size(MB) Time(sec) Read(MB) Write(MB)\n\
-                 --------------------------------------------------\n",
-            );
-            for level in 0..NUM_LEVELS {
-                let files = version.num_files(level);
-                let stats = state.stats[level];
-                if files > 0 || stats.micros > 0 {
-                    let _ = writeln!(
-                        out,
-                        "{level:>3} {files:>8} {:>8.0} {:>9.0} {:>8.0} {:>9.0}",
-                        state.versions.level_bytes(level) as f64 / 1_048_576.0,
-                        stats.micros as f64 / 1e6,
-                        stats.bytes_read as f64 / 1_048_576.0,
-                        stats.bytes_written as f64 / 1_048_576.0
-                    );
-                }
-            }
-            Some(out)
-        }
-        "sstables" => {
-            let mut out = String::new();
-            for (level, files) in version.files.iter().enumerate() {
-                let _ = writeln!(out, "--- level {level} ---");
-                for f in files.iter() {
-                    let _ = writeln!(
-                        out,
-                        " {}:{}[{} .. {}]",
-                        f.number,
-                        f.file_size,
-                        describe(&f.smallest),
-                        describe(&f.largest)
-                    );
-                }
-            }
-            Some(out)
-        }
-        "approximate-memory-usage" => {
-            let mut total = inner.block_cache.usage() + state.mem.approximate_memory_usage();
-            if let Some(imm) = &state.imm {
-                total += imm.approximate_memory_usage();
-            }
-            Some(total.to_string())
-        }
+        "stats" => Some(level_stats_text(&super::stats::collect(inner))),
+        "sstables" => Some(sstables(&inner.view.load().version)),
+        "approximate-memory-usage" => Some(
+            super::stats::collect(inner)
+                .approximate_memory_usage_bytes()
+                .to_string(),
+        ),
         _ => None,
     }
+}
+
+/// `leveldb.stats`, in LevelDB's format: a line per level that has tables or has had
+/// compactions, with its files, size, and the time, bytes read and bytes written of the
+/// flushes and compactions into it.
+pub(crate) fn level_stats_text(stats: &DbStats) -> String {
+    let mut out = String::from(
+        "                               Compactions\n\
+         Level  Files Size(MB) Time(sec) Read(MB) Write(MB)\n\
+         --------------------------------------------------\n",
+    );
+    for (level, l) in stats.levels.iter().enumerate() {
+        let micros = l.compaction_time.as_micros();
+        if l.file_count > 0 || micros > 0 {
+            let _ = writeln!(
+                out,
+                "{level:>3} {:>8} {:>8.0} {:>9.0} {:>8.0} {:>9.0}",
+                l.file_count,
+                l.size_bytes as f64 / 1_048_576.0,
+                micros as f64 / 1e6,
+                l.read_bytes as f64 / 1_048_576.0,
+                l.written_bytes as f64 / 1_048_576.0
+            );
+        }
+    }
+    out
+}
+
+/// `leveldb.sstables`: every table of `version`, level by level, with its key range.
+fn sstables(version: &Version) -> String {
+    let mut out = String::new();
+    for (level, files) in version.files.iter().enumerate() {
+        let _ = writeln!(out, "--- level {level} ---");
+        for f in files.iter() {
+            let _ = writeln!(
+                out,
+                " {}:{}[{} .. {}]",
+                f.number,
+                f.file_size,
+                describe(&f.smallest),
+                describe(&f.largest)
+            );
+        }
+    }
+    out
 }
 
 pub(crate) fn approximate_sizes(inner: &DbInner, ranges: &[(&[u8], &[u8])]) -> Vec<u64> {

@@ -2,6 +2,7 @@
 //! [`RangeIter`]: a key range (or a prefix) as a Rust iterator in either direction, on two
 //! cursors from one source, each end stopping at the other's last key.
 
+use std::iter::FusedIterator;
 use std::ops::{Bound, Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};
 use std::sync::{Arc, Weak};
 
@@ -98,6 +99,12 @@ impl<K: AsRef<[u8]>> IntoKeyRange for (Bound<K>, Bound<K>) {
 ///
 /// Created by [`Db::range`](crate::Db::range) and [`Db::prefix`](crate::Db::prefix). Both ends
 /// may be consumed in turn (it is a [`DoubleEndedIterator`]); it ends when they meet.
+///
+/// It is fused ([`FusedIterator`]): once it has returned `None` or an error, every further
+/// call of any of its methods ([`next`](Iterator::next), `next_back`,
+/// [`next_borrowed`](Self::next_borrowed), [`next_back_borrowed`](Self::next_back_borrowed),
+/// and those of [`keys`](Self::keys)) returns `None`. None of them panics, whatever the order
+/// of the calls.
 ///
 /// # Example
 ///
@@ -334,6 +341,22 @@ impl RangeIter {
 }
 
 /// The keys of a [`RangeIter`], copied, its values never read: made by [`RangeIter::keys`].
+/// Fused and double-ended, as the range is.
+///
+/// # Example
+///
+/// ```
+/// use strata::{Db, Options};
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+/// db.put("a", "1")?;
+/// db.put("b", "2")?;
+/// let mut keys = db.scan()?.keys();
+/// assert_eq!(keys.next_back().transpose()?, Some(b"b".to_vec()));
+/// assert_eq!(keys.next().transpose()?, Some(b"a".to_vec()));
+/// assert!(keys.next().is_none() && keys.next_back().is_none()); // the ends met
+/// # Ok::<(), strata::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Keys(RangeIter);
 
@@ -348,6 +371,8 @@ impl Iterator for Keys {
         )
     }
 }
+
+impl FusedIterator for Keys {}
 
 impl DoubleEndedIterator for Keys {
     fn next_back(&mut self) -> Option<Self::Item> {
@@ -463,3 +488,5 @@ impl DoubleEndedIterator for RangeIter {
         )
     }
 }
+
+impl FusedIterator for RangeIter {}

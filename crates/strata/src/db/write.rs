@@ -14,12 +14,13 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::background;
 use super::open::info;
 use super::poison::PoisonOnUnwind;
 use super::recovery::insert_batch;
+use super::stats::Stall;
 use super::{DbInner, DbState, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::batch::{WriteBatch, BATCH_HEADER_LEN};
 use crate::error::{Error, Result};
@@ -157,6 +158,7 @@ pub(crate) fn write(inner: &Arc<DbInner>, options: &WriteOptions, batch: WriteBa
         check_ranges(inner, &batch)?;
         mark_for_range_deletions(inner)?;
     }
+    let user_bytes = batch.approximate_size().saturating_sub(BATCH_HEADER_LEN);
     // Large values go to a blob file now, in the writer's own thread, so that the group
     // commit below merges small pointer batches.
     // `_appending` keeps the blob file from being rewritten until this write returns.
@@ -169,10 +171,14 @@ pub(crate) fn write(inner: &Arc<DbInner>, options: &WriteOptions, batch: WriteBa
         outcome: std::sync::OnceLock::new(),
         wake: Condvar::new(),
     });
-    match wait_for_turn(inner, &me) {
+    let outcome = match wait_for_turn(inner, &me) {
         Ok(state) => lead_group(inner, state, &me),
         Err(outcome) => outcome,
+    };
+    if outcome.is_ok() {
+        inner.counters.record_write(user_bytes);
     }
+    outcome
 }
 
 /// Queues `me` at the back of the writer queue and waits until it is at the front (returning
@@ -287,7 +293,12 @@ pub(crate) fn append_to_log(inner: &DbInner, group: &WriteBatch, sync: bool) -> 
     let writer = log
         .as_mut()
         .ok_or_else(|| Error::not_supported("the database has no open log"))?;
-    writer.add_record(group.encoded())?;
+    let before = writer.file_len();
+    let appended = writer.add_record(group.encoded());
+    inner
+        .counters
+        .record_wal_append(writer.file_len().saturating_sub(before));
+    appended?;
     if sync {
         sync_log_locked(inner, writer)?;
     }
@@ -325,7 +336,9 @@ fn sync_log_locked(inner: &DbInner, writer: &mut LogWriter) -> Result<()> {
         debt.dir_entry = false;
     }
     drop(debt);
-    writer.sync()
+    writer.sync()?;
+    inner.counters.record_wal_sync();
+    Ok(())
 }
 
 /// Chooses the group led by the front writer: the writers behind it whose batches fit a size
@@ -379,6 +392,8 @@ pub(crate) fn make_room_for_write<'a>(
     mut force: bool,
 ) -> (MutexGuard<'a, DbState>, Result<()>) {
     let mut allow_delay = !force;
+    // Whether this write has been counted as stopped, for a full memtable and for level 0.
+    let (mut memtable_stopped, mut l0_stopped) = (false, false);
     loop {
         if let Some(e) = &state.bg_error {
             let e = e.clone();
@@ -390,7 +405,11 @@ pub(crate) fn make_room_for_write<'a>(
             // one write for seconds later.
             allow_delay = false;
             drop(state);
+            let start = Instant::now();
             std::thread::sleep(Duration::from_millis(1));
+            inner
+                .counters
+                .record_stall(Stall::L0Slowdown, start.elapsed(), true);
             state = inner.lock_state();
             continue;
         }
@@ -409,7 +428,12 @@ pub(crate) fn make_room_for_write<'a>(
                 inner,
                 "current memtable full; waiting for the previous one to be flushed"
             );
+            let start = Instant::now();
             state = wait_for_background(inner, state);
+            let first = !std::mem::replace(&mut memtable_stopped, true);
+            inner
+                .counters
+                .record_stall(Stall::MemtableStop, start.elapsed(), first);
             continue;
         }
         if l0_files >= L0_STOP_TRIGGER {
@@ -417,7 +441,12 @@ pub(crate) fn make_room_for_write<'a>(
                 inner,
                 "too many level-0 files ({l0_files}); waiting for compaction"
             );
+            let start = Instant::now();
             state = wait_for_background(inner, state);
+            let first = !std::mem::replace(&mut l0_stopped, true);
+            inner
+                .counters
+                .record_stall(Stall::L0Stop, start.elapsed(), first);
             continue;
         }
         if let Err(e) = switch_memtable(inner, &mut state) {

@@ -698,11 +698,6 @@ impl VersionSet {
         }
     }
 
-    /// The bytes of tables at `level` in the current version.
-    pub(crate) fn level_bytes(&self, level: usize) -> u64 {
-        super::version::total_file_size(&self.current.files[level])
-    }
-
     /// The (level, number) of every table in the current version.
     pub(crate) fn live_file_list(&self) -> BTreeSet<(usize, u64)> {
         self.current

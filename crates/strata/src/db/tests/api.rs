@@ -378,6 +378,11 @@ fn get_pinned_borrows_table_blocks_and_matches_get() {
 /// Every call takes every byte-like key type, and `range` every form of Rust range: this test
 /// is mostly that it compiles. Each answer is checked too.
 #[test]
+// The owned and borrowed forms are the point: each is a type a caller may hold.
+#[allow(
+    clippy::unnecessary_to_owned,
+    clippy::needless_borrows_for_generic_args
+)]
 fn byte_like_keys_and_every_range_form_are_accepted() {
     use std::ops::Bound;
     let env = MemEnv::new();
@@ -390,12 +395,18 @@ fn byte_like_keys_and_every_range_form_are_accepted() {
     db.put(&String::from("f"), &vec![b'6']).unwrap(); // references
     assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"1"[..]));
     assert_eq!(db.get(b"c".to_vec()).unwrap().as_deref(), Some(&b"3"[..]));
-    assert_eq!(db.get_pinned(String::from("d")).unwrap().as_deref(), Some(&b"4"[..]));
+    assert_eq!(
+        db.get_pinned(String::from("d")).unwrap().as_deref(),
+        Some(&b"4"[..])
+    );
     let keys = |r: RangeIter| -> Vec<Vec<u8>> { r.keys().map(Result::unwrap).collect() };
     let k = |s: &str| s.as_bytes().to_vec();
     assert_eq!(keys(db.range(..).unwrap()).len(), 6);
     assert_eq!(keys(db.range("b".."d").unwrap()), [k("b"), k("c")]);
-    assert_eq!(keys(db.range(b"b"..=b"d").unwrap()), [k("b"), k("c"), k("d")]);
+    assert_eq!(
+        keys(db.range(b"b"..=b"d").unwrap()),
+        [k("b"), k("c"), k("d")]
+    );
     assert_eq!(keys(db.range(k("e")..).unwrap()), [k("e"), k("f")]);
     assert_eq!(keys(db.range(..String::from("b")).unwrap()), [k("a")]);
     assert_eq!(keys(db.range(..=&b"b"[..]).unwrap()), [k("a"), k("b")]);

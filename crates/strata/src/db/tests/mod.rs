@@ -7,11 +7,14 @@ use std::sync::Arc;
 
 use super::*;
 use crate::env::MemEnv;
+use crate::version::NUM_LEVELS;
 use crate::Comparator;
 
 mod api;
 mod background;
+mod misuse;
 mod open;
+mod stats;
 
 fn options(env: &MemEnv) -> Options {
     Options {

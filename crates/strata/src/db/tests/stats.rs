@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! `Db::stats`: each counter moves when its work happens, and the text properties say what the
+//! struct says.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use super::*;
+use crate::batch::BATCH_HEADER_LEN;
+use crate::env::{FaultEnv, FileOp, OpKind};
+
+/// The bytes `user_bytes_written` counts for a batch of one put.
+fn put_bytes(key: &[u8], value: &[u8]) -> u64 {
+    let mut batch = WriteBatch::new();
+    batch.put(key, value);
+    (batch.approximate_size() - BATCH_HEADER_LEN) as u64
+}
+
+#[test]
+fn writes_count_batches_log_bytes_and_syncs() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, options(&env)).unwrap();
+    let before = db.stats();
+    assert_eq!((before.write_count, before.user_bytes_written), (0, 0));
+    let mut user = 0;
+    for i in 0..10u32 {
+        let key = format!("key{i}");
+        db.put(&key, [1u8; 100]).unwrap();
+        user += put_bytes(key.as_bytes(), &[1; 100]);
+    }
+    let stats = db.stats();
+    assert_eq!(stats.write_count, 10);
+    assert_eq!(stats.user_bytes_written, user);
+    // Each write is one log record: a 7-byte header, the 12-byte batch header, the entry.
+    assert_eq!(stats.wal_bytes_written, user + 10 * (7 + 12));
+    assert_eq!(stats.wal_sync_count, 0);
+    db.put_opt("synced", "v", &WriteOptions { sync: true })
+        .unwrap();
+    let stats = db.stats();
+    assert_eq!((stats.write_count, stats.wal_sync_count), (11, 1));
+    // Refused writes count nowhere.
+    let mut too_big = WriteBatch::new();
+    too_big.put(vec![0u8; MAX_KEY_SIZE + 1], b"");
+    assert!(db.write(too_big).is_err());
+    assert_eq!(db.stats().write_count, 11);
+    assert!(db.stats().memtable_bytes > 0);
+    assert_eq!(db.stats().immutable_memtable_bytes, 0);
+}
+
+#[test]
+fn flushes_and_compactions_move_their_counters() {
+    let env = MemEnv::new();
+    let opts = Options {
+        compression: crate::table::Compression::None,
+        ..small_options(&env)
+    };
+    let db = Db::open(DIR, opts).unwrap();
+    assert_eq!(db.stats().flush_count, 0);
+    // Two rounds over the same keys: the second round's tables overlap the first's, so the
+    // manual compaction merges them and drops the overwritten entries.
+    for round in 0..2u8 {
+        for i in 0..3000u32 {
+            db.put(format!("{i:05}"), [round; 100]).unwrap();
+        }
+    }
+    db.compact_range(None, None).unwrap();
+    let s = db.stats();
+    assert!(s.flush_count >= 2, "{s:?}");
+    assert!(s.flush_bytes_written > 0);
+    assert!(s.compaction_count >= 1, "{s:?}");
+    assert!(
+        s.compaction_input_bytes > s.compaction_output_bytes,
+        "{s:?}"
+    );
+    // The per-level figures add up to the totals.
+    let sum = |f: fn(&LevelStats) -> u64| s.levels.iter().map(f).sum::<u64>();
+    assert_eq!(sum(|l| l.read_bytes), s.compaction_input_bytes);
+    assert_eq!(
+        sum(|l| l.written_bytes),
+        s.flush_bytes_written + s.compaction_output_bytes
+    );
+    assert_eq!(
+        sum(|l| l.compaction_count),
+        s.flush_count + s.compaction_count
+    );
+    let level_time: Duration = s.levels.iter().map(|l| l.compaction_time).sum();
+    assert!(level_time >= s.compaction_time);
+    // The live tables are those of the version, and hold the 3000 newest entries.
+    let version = db.inner.view.load().version.clone();
+    for (level, l) in s.levels.iter().enumerate() {
+        assert_eq!(l.file_count as usize, version.files[level].len());
+        let bytes: u64 = version.files[level].iter().map(|f| f.file_size).sum();
+        assert_eq!(l.size_bytes, bytes);
+    }
+    assert!(sum(|l| l.size_bytes) > 3000 * 100);
+    assert_eq!(
+        s.memtable_bytes,
+        db.inner.view.load().mem.approximate_memory_usage() as u64
+    );
+}
+
+#[test]
+fn repeated_reads_hit_the_caches() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, options(&env)).unwrap();
+    db.put("k", "v").unwrap();
+    db.compact_range(None, None).unwrap();
+    let before = db.stats();
+    for _ in 0..10 {
+        assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"v"[..]));
+    }
+    let after = db.stats();
+    let (b, a) = (&before.block_cache, &after.block_cache);
+    // At most the first read misses the data block; the other nine find it.
+    assert!(a.hit_count - b.hit_count >= 9, "{b:?} -> {a:?}");
+    assert!(a.miss_count - b.miss_count <= 1, "{b:?} -> {a:?}");
+    assert_eq!(a.insert_count - b.insert_count, a.miss_count - b.miss_count);
+    assert!(
+        a.usage_bytes > 0 && a.capacity_bytes == Options::default().block_cache_capacity as u64
+    );
+    let inserts = a.insert_count;
+    let (b, a) = (&before.table_cache, &after.table_cache);
+    assert!(a.hit_count - b.hit_count >= 9, "{b:?} -> {a:?}");
+    assert_eq!(a.open_count, 1);
+    // A read that does not fill the cache inserts nothing.
+    let uncached = ReadOptions {
+        fill_cache: false,
+        ..ReadOptions::default()
+    };
+    db.get_opt("k", &uncached).unwrap();
+    assert_eq!(db.stats().block_cache.insert_count, inserts);
+}
+
+#[test]
+fn snapshots_and_blob_files_are_counted() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, options(&env)).unwrap();
+    assert_eq!(db.stats().blobs, None);
+    let (s1, s2) = (db.snapshot(), db.snapshot());
+    assert_eq!(db.stats().snapshot_count, 2);
+    drop(s1);
+    assert_eq!(db.stats().snapshot_count, 1);
+    drop(s2);
+    assert_eq!(db.stats().snapshot_count, 0);
+    drop(db);
+
+    let opts = Options {
+        blob_threshold: Some(1024),
+        ..options(&env)
+    };
+    let db = Db::open(DIR, opts).unwrap();
+    assert_eq!(db.stats().blobs, Some(BlobStats::default()));
+    db.put("big", [5u8; 5000]).unwrap();
+    let blobs = db.stats().blobs.unwrap();
+    assert_eq!((blobs.file_count, blobs.pending_file_count), (1, 1));
+    assert_eq!(blobs.value_bytes, 5000);
+    // The snapshot keeps the overwritten value's file in the version (the collector may
+    // rewrite it, but not remove it while the snapshot may read it).
+    let _snapshot = db.snapshot();
+    db.put("big", "small now").unwrap();
+    db.compact_range(None, None).unwrap();
+    let blobs = db.stats().blobs.unwrap();
+    assert_eq!(blobs.pending_file_count, 0, "{blobs:?}");
+    assert!(blobs.garbage_bytes >= 5000, "{blobs:?}");
+}
+
+/// The lines of `leveldb.stats` below its header: level, files, size, time, read, write.
+fn parse_level_stats(text: &str) -> Vec<(usize, u64, [f64; 4])> {
+    text.lines()
+        .skip(3)
+        .map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(fields.len(), 6, "{line:?}");
+            let n = |i: usize| fields[i].parse::<f64>().unwrap();
+            (
+                fields[0].parse().unwrap(),
+                fields[1].parse().unwrap(),
+                [n(2), n(3), n(4), n(5)],
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn leveldb_properties_say_what_the_struct_says() {
+    let env = MemEnv::new();
+    let opts = Options {
+        compression: crate::table::Compression::None,
+        write_buffer_size: 1 << 20,
+        ..options(&env)
+    };
+    let db = Db::open(DIR, opts).unwrap();
+    for round in 0..2u8 {
+        for i in 0..20_000u32 {
+            db.put(format!("{i:06}"), [round; 100]).unwrap();
+        }
+    }
+    db.compact_range(None, None).unwrap();
+    db.put("in the memtable", "v").unwrap();
+    db.get("000001").unwrap(); // a block in the cache
+    let s = db.stats();
+    let text = db.property("leveldb.stats").unwrap();
+    let lines = parse_level_stats(&text);
+    let mb = |bytes: u64| (bytes as f64 / 1_048_576.0).round();
+    let shown: Vec<usize> = lines.iter().map(|l| l.0).collect();
+    let expected: Vec<usize> = (0..NUM_LEVELS)
+        .filter(|&l| s.levels[l].file_count > 0 || s.levels[l].compaction_time.as_micros() > 0)
+        .collect();
+    assert_eq!(shown, expected, "{text}");
+    assert!(
+        lines.iter().any(|l| l.2[0] >= 2.0),
+        "megabytes of tables: {text}"
+    );
+    for (level, files, [size, secs, read, write]) in lines {
+        let l = &s.levels[level];
+        assert_eq!(files, l.file_count, "{text}");
+        assert_eq!(size, mb(l.size_bytes), "{text}");
+        assert_eq!(secs, (l.compaction_time.as_secs_f64()).round(), "{text}");
+        assert_eq!(read, mb(l.read_bytes), "{text}");
+        assert_eq!(write, mb(l.written_bytes), "{text}");
+    }
+    // The file counts, against each level's property and the tables `leveldb.sstables` lists.
+    let sstables = db.property("leveldb.sstables").unwrap();
+    for (level, chunk) in sstables.split("--- level ").skip(1).enumerate() {
+        let listed = chunk.lines().skip(1).count() as u64;
+        let property = db
+            .property(&format!("leveldb.num-files-at-level{level}"))
+            .unwrap();
+        assert_eq!(property, s.levels[level].file_count.to_string());
+        assert_eq!(listed, s.levels[level].file_count, "{sstables}");
+    }
+    let memory: u64 = db
+        .property("leveldb.approximate-memory-usage")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(memory, s.approximate_memory_usage_bytes());
+    assert!(memory > s.memtable_bytes + s.immutable_memtable_bytes);
+}
+
+/// A FaultEnv over `env` that holds the background thread before it syncs a table while
+/// `gate` is closed (true).
+fn gated_env(env: &MemEnv, gate: &Arc<AtomicBool>) -> Arc<FaultEnv<MemEnv>> {
+    let fault = Arc::new(FaultEnv::new(env.clone()));
+    let gate = gate.clone();
+    fault.set_observer(Some(Arc::new(move |op: &FileOp<'_>| {
+        let background = std::thread::current().name() == Some("strata-background");
+        let table = op.path.extension().is_some_and(|e| e == "ldb");
+        if background && table && op.kind == OpKind::Sync {
+            while gate.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    })));
+    fault
+}
+
+/// Opens the gate when dropped, so that a failed assertion does not leave the background
+/// thread held (and the database's drop waiting for it forever).
+struct OpenOnDrop(Arc<AtomicBool>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+#[test]
+fn a_full_memtable_behind_a_slow_flush_counts_a_memtable_stop() {
+    let env = MemEnv::new();
+    let gate = Arc::new(AtomicBool::new(true));
+    let opts = Options {
+        write_buffer_size: 16 << 10,
+        ..options(&env)
+    }
+    .with_env(gated_env(&env, &gate));
+    let db = Db::open(DIR, opts).unwrap();
+    let _open = OpenOnDrop(gate.clone());
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            // The first full memtable's flush is held; the second fills and must wait.
+            for i in 0..2000u32 {
+                db.put(format!("{i:05}"), [0u8; 100]).unwrap();
+            }
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        gate.store(false, Ordering::Release);
+        writer.join().unwrap();
+    });
+    let stalls = db.stats().stalls;
+    assert!(stalls.memtable_stop_count >= 1, "{stalls:?}");
+    assert!(
+        stalls.memtable_stop_time >= Duration::from_millis(10),
+        "{stalls:?}"
+    );
+    assert_eq!((stalls.l0_stop_count, stalls.l0_slowdown_count), (0, 0));
+}
+
+/// Leaves in `env` a database whose log holds `entries` writes of about 110 bytes: a reopen
+/// with a write buffer of 32 KiB replays them into a level-0 table for each 385 or so.
+fn log_of_level0_tables(env: &MemEnv, entries: u32) {
+    let opts = Options {
+        write_buffer_size: 64 << 20,
+        ..options(env)
+    };
+    let db = Db::open(DIR, opts).unwrap();
+    // Keys in a scattered order, so that every table spans the key range: the tables
+    // overlap, and a compaction must merge them (no table moves down alone).
+    let n = entries;
+    for i in 0..n {
+        db.put(
+            format!("{:06}", (u64::from(i) * 7919) % u64::from(n)),
+            [0u8; 100],
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn level0_files_past_the_slowdown_trigger_delay_a_write() {
+    let env = MemEnv::new();
+    log_of_level0_tables(&env, 3800);
+    let gate = Arc::new(AtomicBool::new(true));
+    let opts = Options {
+        write_buffer_size: 32 << 10,
+        ..options(&env)
+    }
+    .with_env(gated_env(&env, &gate));
+    let db = Db::open(DIR, opts).unwrap();
+    let _open = OpenOnDrop(gate.clone());
+    let l0 = db.stats().levels[0].file_count as usize;
+    assert!(
+        (write::L0_SLOWDOWN_TRIGGER..write::L0_STOP_TRIGGER).contains(&l0),
+        "{l0} level-0 files"
+    );
+    db.put("k", "v").unwrap();
+    gate.store(false, Ordering::Release);
+    let stalls = db.stats().stalls;
+    assert_eq!(stalls.l0_slowdown_count, 1, "{stalls:?}");
+    assert!(stalls.l0_slowdown_time >= Duration::from_millis(1));
+    assert_eq!(stalls.l0_stop_count, 0);
+}
+
+#[test]
+fn level0_files_at_the_stop_trigger_stop_writes_until_compaction() {
+    let env = MemEnv::new();
+    log_of_level0_tables(&env, 6000);
+    let gate = Arc::new(AtomicBool::new(true));
+    let opts = Options {
+        write_buffer_size: 32 << 10,
+        ..options(&env)
+    }
+    .with_env(gated_env(&env, &gate));
+    let db = Db::open(DIR, opts).unwrap();
+    let _open = OpenOnDrop(gate.clone());
+    assert!(db.stats().levels[0].file_count as usize >= write::L0_STOP_TRIGGER);
+    std::thread::scope(|s| {
+        // Large values, to fill the memtable in a few writes (each is slowed down by 1 ms):
+        // the switch to a new memtable is what waits for level 0.
+        let writer = s.spawn(|| {
+            for i in 0..40u32 {
+                db.put(format!("new{i:05}"), [0u8; 4000]).unwrap();
+            }
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        gate.store(false, Ordering::Release);
+        writer.join().unwrap();
+    });
+    let stalls = db.stats().stalls;
+    assert!(stalls.l0_stop_count >= 1, "{stalls:?}");
+    assert!(
+        stalls.l0_stop_time >= Duration::from_millis(10),
+        "{stalls:?}"
+    );
+    assert!(stalls.l0_slowdown_count >= 1, "{stalls:?}");
+}
