@@ -105,6 +105,10 @@ pub(crate) fn wait_until_idle(inner: &DbInner) -> Result<()> {
         // `compacting` covers a compaction's merge; its install leaves the compaction due
         // (`next_work`) until the new version is current.
         if !state.compacting && next_work(inner, &state).is_none() {
+            // A reader that held an old version when a job finished (a point read's guard on
+            // the view, taken just before the job published) let go of it later, from a
+            // thread that deletes nothing: its files go now.
+            delete_obsolete_files(inner, &mut state);
             return Ok(());
         }
         if inner.shutting_down.load(Ordering::Acquire) {
