@@ -87,9 +87,12 @@ pub(crate) fn write_level0_table(
     if let Some(m) = meta {
         (inner.counters).record_flush(0, Some(m.file_size), start.elapsed());
         info!(inner, "level-0 table {number}: {} bytes", m.file_size);
-        // Its entries are newer than every range deletion of the version.
-        edit.range_deletion_horizons
-            .push((m.number, base.newest_range_tombstone()));
+        // Its entries are newer than every range deletion of the version (a horizon is only
+        // recorded where there is one: any mention of range deletions marks the MANIFEST).
+        if !base.range_tombstones.is_empty() {
+            edit.range_deletion_horizons
+                .push((m.number, base.newest_range_tombstone()));
+        }
         edit.new_files.push((0, m));
     }
     Ok(())

@@ -212,11 +212,11 @@ impl VersionEdit {
         }
     }
 
-    /// True if the edit mentions range deletions.
+    /// True if the edit mentions range deletions (a horizon of 0 says nothing).
     pub fn has_range_deletion_changes(&self) -> bool {
         !self.new_range_tombstones.is_empty()
             || !self.dropped_range_tombstones.is_empty()
-            || !self.range_deletion_horizons.is_empty()
+            || self.range_deletion_horizons.iter().any(|&(_, h)| h > 0)
     }
 
     /// True if the edit mentions blob files.
