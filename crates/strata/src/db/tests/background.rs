@@ -318,9 +318,15 @@ fn tables_a_finished_read_let_go_of_are_gone_once_compactions_are_waited_for() {
     fill_tables(&db, 1);
     db.compact_range(None, None).unwrap();
     let (on_disk, live) = tables_on_disk_and_live(&env, &db);
-    assert_ne!(on_disk, live, "the held version's tables should still be there");
+    assert_ne!(
+        on_disk, live,
+        "the held version's tables should still be there"
+    );
     drop(held);
     db.wait_for_compactions().unwrap();
     let (on_disk, live) = tables_on_disk_and_live(&env, &db);
-    assert_eq!(on_disk, live, "tables a finished read let go of were left on disk");
+    assert_eq!(
+        on_disk, live,
+        "tables a finished read let go of were left on disk"
+    );
 }
