@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Reader processes beside a writer process: this test's process writes numbered batches
+//! (`strata_testkit::writes`) with small memtables, so that flushes and compactions delete
+//! files throughout, while three child processes (this test binary again) open the database
+//! read-only and `catch_up` in a loop. Every state a reader sees must be exactly a prefix of
+//! the writes (its contents' hash is the model's after that many writes), never shorter than
+//! the one before, and no read may fail for a file the writer deleted.
+//!
+//! Short mode: 3 s in `cargo test`. Long mode: `STRATA_READERS_SECS=N`.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use strata::{Db, Options};
+use strata_testkit::writes::{batch, fingerprints, recovered_prefix, Shape};
+
+/// Set in a child: the database directory it reads, and until when (seconds).
+const CHILD_ENV: &str = "STRATA_TEST_READER_CHILD";
+/// The most writes the writer makes (the readers' model covers them).
+const MAX_WRITES: u64 = 400_000;
+const READERS: usize = 3;
+
+fn seconds() -> u64 {
+    std::env::var("STRATA_READERS_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3)
+}
+
+/// A reader: opens the database and catches up until `secs` have passed; prints
+/// `views N entries M opens K` on success.
+fn reader(dir: &Path, secs: u64) {
+    let model = fingerprints(MAX_WRITES, Shape::Small);
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let (mut views, mut entries, mut opens, mut previous) = (0u64, 0u64, 0u64, 0u64);
+    while Instant::now() < deadline {
+        let db = Db::open_read_only(dir, Options::default())
+            .unwrap_or_else(|e| panic!("read-only open failed: {e}"));
+        opens += 1;
+        for _ in 0..20 {
+            let (n, hash) = recovered_prefix(&db).unwrap_or_else(|e| panic!("read failed: {e}"));
+            assert!(
+                n >= previous,
+                "the state went back from {previous} writes to {n}"
+            );
+            assert_eq!(
+                hash, model[n as usize],
+                "the state is not exactly writes 0..{n}"
+            );
+            let (seqno, _) = db.read_state();
+            assert!(seqno > 0 || n == 0);
+            previous = n;
+            views += 1;
+            entries += db.scan().unwrap().count() as u64;
+            db.catch_up()
+                .unwrap_or_else(|e| panic!("catch_up failed: {e}"));
+        }
+    }
+    println!("views {views} entries {entries} opens {opens} last {previous}");
+}
+
+#[test]
+fn readers_beside_a_writer_see_prefixes_that_only_grow() {
+    if let Ok(spec) = std::env::var(CHILD_ENV) {
+        let (secs, dir) = spec.split_once(':').unwrap();
+        reader(Path::new(dir), secs.parse().unwrap());
+        return;
+    }
+    let secs = seconds();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let writer = Db::open(
+        &dir,
+        Options {
+            create_if_missing: true,
+            write_buffer_size: 16 << 10,
+            max_file_size: 1 << 20,
+            block_size: 1024,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    writer.write(batch(0, Shape::Small)).unwrap();
+    let started = Instant::now();
+    let children: Vec<_> = (0..READERS)
+        .map(|_| {
+            Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "readers_beside_a_writer_see_prefixes_that_only_grow",
+                    "--nocapture",
+                ])
+                .env(CHILD_ENV, format!("{secs}:{}", dir.display()))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut written = 1;
+    while started.elapsed() < Duration::from_secs(secs + 1) && written < MAX_WRITES {
+        writer.write(batch(written, Shape::Small)).unwrap();
+        written += 1;
+    }
+    let stats = writer.stats();
+    let mut views = 0u64;
+    let mut entries = 0u64;
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "a reader failed: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("views "))
+            .expect("the reader's figures");
+        let figures: Vec<u64> = line.split(' ').filter_map(|w| w.parse().ok()).collect();
+        views += figures[0];
+        entries += figures[1];
+        assert!(figures[0] > 0, "{line}");
+    }
+    eprintln!(
+        "{written} writes, {} flushes, {} compactions; {READERS} readers checked {views} views \
+         ({entries} entries scanned) in {:.1} s",
+        stats.flush_count,
+        stats.compaction_count,
+        started.elapsed().as_secs_f64()
+    );
+    assert!(stats.flush_count > 0 && stats.compaction_count > 0);
+}
