@@ -21,8 +21,9 @@
 //! them into the state under the state mutex (restored if the replay fails) and publishes the
 //! view; reads never wait for it, and cursors and snapshots keep the view they were made with.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{DbInner, ReadView};
@@ -39,7 +40,10 @@ pub(crate) const LOAD_TRIES: u32 = 10;
 /// The tables and blob files of one view, open, held by a read-only handle beside a writer.
 pub(crate) struct HeldFiles {
     _tables: Vec<Arc<Table>>,
-    _blobs: Vec<PinnedBlobFile>,
+    /// Blob files of the version, then those the replayed logs point into; a mutex only so
+    /// that the second kind can be added once the logs are replayed (before the view is
+    /// published, so no reader ever waits on it).
+    blobs: Mutex<Vec<PinnedBlobFile>>,
 }
 
 impl HeldFiles {
@@ -62,8 +66,17 @@ impl HeldFiles {
             .collect::<Result<_>>()?;
         Ok(HeldFiles {
             _tables: tables,
-            _blobs: blobs,
+            blobs: Mutex::new(blobs),
         })
+    }
+
+    /// Also holds the blob files `numbers` (those the replayed logs point into).
+    fn hold_blobs(&self, inner: &DbInner, numbers: &BTreeSet<u64>) -> Result<()> {
+        let mut blobs = self.blobs.lock().unwrap_or_else(|e| e.into_inner());
+        for &number in numbers {
+            blobs.push(inner.blob_cache.pin(number)?);
+        }
+        Ok(())
     }
 }
 
@@ -128,7 +141,14 @@ fn load_once(inner: &DbInner) -> Result<()> {
     let mut state = inner.lock_state();
     let old_versions = std::mem::replace(&mut state.versions, versions);
     let old_mem = std::mem::replace(&mut state.mem, mem);
-    if let Err(e) = super::recovery::recover_logs(inner, &mut state) {
+    let replayed = super::recovery::recover_logs(inner, &mut state).and_then(|blobs| {
+        // The blob files only the logs point into (written since the writer's last flush).
+        match &held {
+            Some(held) => held.hold_blobs(inner, &blobs),
+            None => Ok(()),
+        }
+    });
+    if let Err(e) = replayed {
         state.versions = old_versions;
         state.mem = old_mem;
         return Err(e);

@@ -4,6 +4,7 @@
 //! (a gap means the previous log lost its last writes, and the logs after it are set aside);
 //! damage inside a log is an error, a torn tail is where the log ends.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::blobs::ReplayedBlobs;
@@ -91,9 +92,10 @@ impl<'s> Recovery<'s> {
 
 /// Replays the logs the MANIFEST does not cover, starts a new log, and records the new state.
 /// Read-only, it only replays them into `state`'s memtable and raises its last seqno (the
-/// caller publishes the view). Requires: the caller holds the state mutex (`state` is its
-/// guard's contents).
-pub(crate) fn recover_logs(inner: &DbInner, state: &mut DbState) -> Result<()> {
+/// caller publishes the view), and returns the blob files the replayed writes point into
+/// (empty for a writable handle, which records them in the MANIFEST). Requires: the caller
+/// holds the state mutex (`state` is its guard's contents).
+pub(crate) fn recover_logs(inner: &DbInner, state: &mut DbState) -> Result<BTreeSet<u64>> {
     let names = inner.env.children(&inner.dir)?;
     let mut logs: Vec<u64> = names
         .iter()
@@ -104,7 +106,7 @@ pub(crate) fn recover_logs(inner: &DbInner, state: &mut DbState) -> Result<()> {
         .collect();
     logs.sort();
     let live_log = state.versions.log_number;
-    if inner.read_only && live_log != 0 && logs.first() != Some(&live_log) {
+    if inner.read_only && live_log != 0 && !logs.contains(&live_log) {
         // Beside a writer: it flushed the log and deleted it after the MANIFEST was read (the
         // load starts again). Without a writer, `live_log_must_exist` has refused this.
         return Err(Error::corruption(
@@ -165,7 +167,7 @@ pub(crate) fn recover_logs(inner: &DbInner, state: &mut DbState) -> Result<()> {
     versions.last_sequence = versions.last_sequence.max(recovery.max_sequence);
     if inner.read_only {
         // Replayed data stays in the memtable; nothing is written.
-        return Ok(());
+        return Ok(std::mem::take(&mut recovery.blobs.referenced));
     }
     inner
         .visible_seqno
@@ -203,7 +205,7 @@ pub(crate) fn recover_logs(inner: &DbInner, state: &mut DbState) -> Result<()> {
     inner.publish_view(state);
     info!(inner, "recovered {} log(s); log {log_number}", logs.len());
     super::obsolete::delete_obsolete_files(inner, state);
-    Ok(())
+    Ok(BTreeSet::new())
 }
 
 /// How replaying one log ended.

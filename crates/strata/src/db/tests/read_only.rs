@@ -158,3 +158,42 @@ fn a_current_naming_a_missing_manifest_is_retried_then_an_error_naming_it() {
     reader.catch_up().unwrap();
     assert_eq!(reader.get("a").unwrap().as_deref(), Some(&b"2"[..]));
 }
+
+#[test]
+fn a_reader_beside_a_writer_holds_its_blob_files() {
+    let env = MemEnv::new();
+    let options = Options {
+        blob_threshold: Some(100),
+        ..small_options(&env)
+    };
+    let writer = Db::open(DIR, options.clone()).unwrap();
+    // Values in blob files the version lists (flushed), then in ones only the log reaches.
+    write_round(&writer, 600, 1);
+    writer.compact_range(None, None).unwrap();
+    for i in 0..100 {
+        writer
+            .put(key(i), format!("2-{i}-{}", "y".repeat(300)))
+            .unwrap();
+    }
+    let reader = Db::open_read_only(DIR, options).unwrap();
+    // The writer's garbage collection could delete every one of them: here they go at once.
+    let blobs: Vec<String> = env
+        .children(Path::new(DIR))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".blob"))
+        .collect();
+    assert!(!blobs.is_empty());
+    for name in &blobs {
+        env.remove_file(&Path::new(DIR).join(name)).unwrap();
+        let number = name.trim_end_matches(".blob").parse().unwrap();
+        reader.inner.blob_cache.evict(number);
+    }
+    for i in 0..600 {
+        assert_eq!(
+            value_round(&reader, &r(), i),
+            Some(if i < 100 { 2 } else { 1 })
+        );
+    }
+    drop(writer);
+}
