@@ -49,6 +49,9 @@ pub struct CheckReport {
     /// how many times it ran beside a writer (again while it found damage, which may be
     /// files the writer deleted mid-check, up to [`CHECK_TRIES`]): the report is the last run's.
     pub checks_beside_writer: u32,
+    /// Beside a writer: files the check met missing that the writer deleted during the check
+    /// (gone, and the MANIFEST moved on meanwhile); not damage.
+    pub deleted_during_check: u64,
 }
 
 impl CheckReport {
@@ -208,44 +211,81 @@ pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
     } else {
         (None, false)
     };
-    let mut report = check_files(env, dir, &options, kinds)?;
-    if beside_writer {
-        report.checks_beside_writer = 1;
-        while !report.is_sound() && report.checks_beside_writer < CHECK_TRIES {
-            std::thread::sleep(std::time::Duration::from_millis(
-                10 << report.checks_beside_writer.min(5),
-            ));
-            let mut names = env.children(dir)?;
-            names.sort();
-            let kinds = names
-                .into_iter()
-                .filter_map(|name| {
-                    let (kind, number) = filename::parse_file_name(&name)?;
-                    Some((name, kind, number))
-                })
-                .collect();
-            let tries = report.checks_beside_writer + 1;
-            report = check_files(env, dir, &options, kinds)?;
-            report.checks_beside_writer = tries;
-        }
+    if !beside_writer {
+        return check_files(env, dir, &options, Some(kinds));
+    }
+    let mut report = check_beside_writer(env, dir, &options)?;
+    report.checks_beside_writer = 1;
+    while !report.is_sound() && report.checks_beside_writer < CHECK_TRIES {
+        std::thread::sleep(std::time::Duration::from_millis(
+            10 << report.checks_beside_writer.min(5),
+        ));
+        let tries = report.checks_beside_writer + 1;
+        report = check_beside_writer(env, dir, &options)?;
+        report.checks_beside_writer = tries;
     }
     Ok(report)
+}
+
+/// The files of `dir` whose names are database files', in name order: (name, kind, number).
+fn database_files(env: &dyn Env, dir: &Path) -> Result<Vec<(String, FileKind, u64)>> {
+    let mut names = env.children(dir)?;
+    names.sort();
+    Ok(names
+        .into_iter()
+        .filter_map(|name| {
+            let (kind, number) = filename::parse_file_name(&name)?;
+            Some((name, kind, number))
+        })
+        .collect())
+}
+
+/// One check beside a writer. A file the check found missing (or could not read because it
+/// is gone) is the writer's doing, not damage, when it is gone now and the MANIFEST moved on
+/// during the check (`CURRENT` names another, or it grew): the writer deletes a file only
+/// after logging the edit that drops it, so a file the MANIFEST the check read lists and that
+/// is gone means such an edit came after that read. Those are counted in
+/// `deleted_during_check`; a missing file while the MANIFEST stayed as read is damage.
+fn check_beside_writer(env: &dyn Env, dir: &Path, options: &Options) -> Result<CheckReport> {
+    let before = manifest_mark(env, dir);
+    let mut report = check_files(env, dir, options, None)?;
+    if manifest_mark(env, dir) != before {
+        let found = report.damage.len();
+        report
+            .damage
+            .retain(|d| d.file.as_os_str().is_empty() || env.exists(&d.file));
+        report.deleted_during_check = (found - report.damage.len()) as u64;
+    }
+    Ok(report)
+}
+
+/// The MANIFEST `CURRENT` names and its size, if both can be read.
+fn manifest_mark(env: &dyn Env, dir: &Path) -> Option<(String, u64)> {
+    let name = read_current(env, dir).ok()?;
+    let size = env.file_size(&dir.join(&name)).ok()?;
+    Some((name, size))
 }
 
 /// How many times a check beside a writer runs while it finds damage.
 pub const CHECK_TRIES: u32 = 5;
 
-/// Checks `kinds`, the database files of `dir` (name, kind, number), against the MANIFEST.
+/// Checks `kinds`, the database files of `dir` (name, kind, number), against the MANIFEST;
+/// with `None`, the files the directory holds once the MANIFEST is read (beside a writer: every
+/// table the MANIFEST lists was written before the edit listing it, so the listing has it).
 fn check_files(
     env: &dyn Env,
     dir: &Path,
     options: &Options,
-    kinds: Vec<(String, FileKind, u64)>,
+    kinds: Option<Vec<(String, FileKind, u64)>>,
 ) -> Result<CheckReport> {
     let mut report = CheckReport::default();
     let mut found_tables = BTreeSet::new();
     let mut found_blobs = BTreeSet::new();
     let manifest = read_manifest(env, dir, options, &mut report)?;
+    let kinds = match kinds {
+        Some(kinds) => kinds,
+        None => database_files(env, dir)?,
+    };
     for (name, kind, number) in kinds {
         let path = dir.join(&name);
         let size = match env.file_size(&path) {

@@ -280,10 +280,12 @@ pub fn check(db: &Path, json: bool, bloom_bits: Option<usize>) -> Result<ExitCod
     if report.checks_beside_writer > 0 {
         eprintln!(
             "strata: checked beside a writer that holds the database, the state of MANIFEST {} \
-             as of sequence {} ({} run(s); a file the writer deletes mid-check makes it run again)",
+             as of sequence {} ({} run(s); {} file(s) the writer deleted during the check \
+             skipped)",
             report.manifest.as_deref().unwrap_or("?"),
             report.last_sequence.unwrap_or(0),
-            report.checks_beside_writer
+            report.checks_beside_writer,
+            report.deleted_during_check
         );
     }
     let mut out = output()?;
@@ -292,6 +294,7 @@ pub fn check(db: &Path, json: bool, bloom_bits: Option<usize>) -> Result<ExitCod
             "database": db.display().to_string(),
             "sound": report.is_sound(),
             "checks_beside_writer": report.checks_beside_writer,
+            "deleted_during_check": report.deleted_during_check,
             "manifest": report.manifest,
             "files": report.files.iter().map(|f| json!({
                 "name": f.name,
