@@ -45,6 +45,13 @@ pub struct CheckReport {
     pub files: Vec<CheckedFile>,
     /// Every damaged piece, in the order found.
     pub damage: Vec<Damage>,
+    /// 0 if the check held a shared lock (no writer changed the database under it); else
+    /// how many times it ran beside a writer (again while it found damage, which may be
+    /// files the writer deleted mid-check, up to [`CHECK_TRIES`]): the report is the last run's.
+    pub checks_beside_writer: u32,
+    /// Beside a writer: files the check met missing that the writer deleted during the check
+    /// (gone, and the MANIFEST moved on meanwhile); not damage.
+    pub deleted_during_check: u64,
 }
 
 impl CheckReport {
@@ -154,8 +161,7 @@ impl fmt::Display for Damage {
 ///
 /// # Errors
 /// Damage is in the report, not an error. Errors are for what stops the check from starting:
-/// `path` does not exist or holds no database ([`Error::NoDatabase`]), a writer holds the
-/// database ([`Error::Locked`]), the directory cannot be listed ([`Error::Io`]), or the
+/// `path` does not exist or holds no database ([`Error::NoDatabase`]), the directory cannot be listed ([`Error::Io`]), or the
 /// MANIFEST records another comparator than `options`'.
 pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
     let dir = path.as_ref();
@@ -192,16 +198,94 @@ pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
         ));
     }
     let lock_path = filename::lock_file(dir);
-    let _lock = if env.exists(&lock_path) {
-        Some(env.lock_file_shared(&lock_path)?)
+    // Beside a writer (it holds LOCK), the check takes no lock: a file the writer deletes
+    // mid-check (a compaction's inputs, a flushed log, a replaced MANIFEST) looks missing. A
+    // check that found damage there runs again on the writer's newer state, up to
+    // `CHECK_TRIES` times; damage left after them is reported.
+    let (_lock, beside_writer) = if env.exists(&lock_path) {
+        match env.lock_file_shared(&lock_path) {
+            Ok(lock) => (Some(lock), false),
+            Err(Error::Locked { .. }) => (None, true),
+            Err(e) => return Err(e),
+        }
     } else {
-        None
+        (None, false)
     };
+    if !beside_writer {
+        return check_files(env, dir, &options, Some(kinds));
+    }
+    let mut report = check_beside_writer(env, dir, &options)?;
+    report.checks_beside_writer = 1;
+    while !report.is_sound() && report.checks_beside_writer < CHECK_TRIES {
+        std::thread::sleep(std::time::Duration::from_millis(
+            10 << report.checks_beside_writer.min(5),
+        ));
+        let tries = report.checks_beside_writer + 1;
+        report = check_beside_writer(env, dir, &options)?;
+        report.checks_beside_writer = tries;
+    }
+    Ok(report)
+}
 
+/// The files of `dir` whose names are database files', in name order: (name, kind, number).
+fn database_files(env: &dyn Env, dir: &Path) -> Result<Vec<(String, FileKind, u64)>> {
+    let mut names = env.children(dir)?;
+    names.sort();
+    Ok(names
+        .into_iter()
+        .filter_map(|name| {
+            let (kind, number) = filename::parse_file_name(&name)?;
+            Some((name, kind, number))
+        })
+        .collect())
+}
+
+/// One check beside a writer. A file the check found missing (or could not read because it
+/// is gone) is the writer's doing, not damage, when it is gone now and the MANIFEST moved on
+/// during the check (`CURRENT` names another, or it grew): the writer deletes a file only
+/// after logging the edit that drops it, so a file the MANIFEST the check read lists and that
+/// is gone means such an edit came after that read. Those are counted in
+/// `deleted_during_check`; a missing file while the MANIFEST stayed as read is damage.
+fn check_beside_writer(env: &dyn Env, dir: &Path, options: &Options) -> Result<CheckReport> {
+    let before = manifest_mark(env, dir);
+    let mut report = check_files(env, dir, options, None)?;
+    if manifest_mark(env, dir) != before {
+        let found = report.damage.len();
+        report
+            .damage
+            .retain(|d| d.file.as_os_str().is_empty() || env.exists(&d.file));
+        report.deleted_during_check = (found - report.damage.len()) as u64;
+    }
+    Ok(report)
+}
+
+/// The MANIFEST `CURRENT` names and its size, if both can be read.
+fn manifest_mark(env: &dyn Env, dir: &Path) -> Option<(String, u64)> {
+    let name = read_current(env, dir).ok()?;
+    let size = env.file_size(&dir.join(&name)).ok()?;
+    Some((name, size))
+}
+
+/// How many times a check beside a writer runs while it finds damage.
+pub const CHECK_TRIES: u32 = 5;
+
+/// Checks `kinds`, the database files of `dir` (name, kind, number), against the MANIFEST;
+/// with `None`, the files the directory holds once the MANIFEST is read (beside a writer: every
+/// table the MANIFEST lists was written before the edit listing it, so the listing has it).
+fn check_files(
+    env: &dyn Env,
+    dir: &Path,
+    options: &Options,
+    kinds: Option<Vec<(String, FileKind, u64)>>,
+) -> Result<CheckReport> {
     let mut report = CheckReport::default();
     let mut found_tables = BTreeSet::new();
     let mut found_blobs = BTreeSet::new();
-    let manifest = read_manifest(env, dir, &options, &mut report)?;
+    let manifest = read_manifest(env, dir, options, &mut report)?;
+    let kinds = match kinds {
+        Some(kinds) => kinds,
+        None => database_files(env, dir)?,
+    };
     for (name, kind, number) in kinds {
         let path = dir.join(&name);
         let size = match env.file_size(&path) {
@@ -243,7 +327,7 @@ pub fn check(path: impl AsRef<Path>, options: &Options) -> Result<CheckReport> {
                     found_tables.insert(number);
                     file.live = true;
                     file.level = Some(*level);
-                    check_table(env, &path, &options, meta, &mut file, &mut report.damage);
+                    check_table(env, &path, options, meta, &mut file, &mut report.damage);
                 }
             }
             FileKind::Blob => {

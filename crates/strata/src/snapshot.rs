@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use crate::db::ReadView;
 use crate::key::SeqNo;
 
 /// A view of the database as of the moment [`Db::snapshot`](crate::Db::snapshot) was called.
@@ -30,16 +31,32 @@ use crate::key::SeqNo;
 /// assert_eq!(db.get(b"k")?.as_deref(), Some(&b"after"[..]));
 /// # Ok::<(), strata::Error>(())
 /// ```
-#[derive(Debug)]
 pub struct Snapshot {
     seqno: SeqNo,
     list: Arc<SnapshotList>,
+    /// A read-only handle's snapshot holds the view it was taken in (its version and files):
+    /// `Db::catch_up` moves the handle on, and the writer compacts without knowing of it.
+    view: Option<Arc<ReadView>>,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("seqno", &self.seqno)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Snapshot {
     /// The sequence number the snapshot reads at: the last write it sees.
     pub fn seqno(&self) -> SeqNo {
         self.seqno
+    }
+
+    /// The view a read-only handle's snapshot reads (`None` on a writable handle, whose
+    /// compactions keep what live snapshots see).
+    pub(crate) fn view(&self) -> Option<&Arc<ReadView>> {
+        self.view.as_ref()
     }
 
     /// True if this snapshot was taken from the database that owns `list`.
@@ -63,16 +80,35 @@ pub(crate) struct SnapshotList {
 impl SnapshotList {
     /// Registers a snapshot at `seqno`.
     pub(crate) fn acquire(self: &Arc<Self>, seqno: SeqNo) -> Snapshot {
+        self.register(seqno);
+        Snapshot {
+            seqno,
+            list: self.clone(),
+            view: None,
+        }
+    }
+
+    /// Registers a snapshot at `seqno` that reads `view` (a read-only handle's).
+    pub(crate) fn acquire_with_view(
+        self: &Arc<Self>,
+        seqno: SeqNo,
+        view: Arc<ReadView>,
+    ) -> Snapshot {
+        self.register(seqno);
+        Snapshot {
+            seqno,
+            list: self.clone(),
+            view: Some(view),
+        }
+    }
+
+    fn register(&self, seqno: SeqNo) {
         *self
             .live
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .entry(seqno)
             .or_default() += 1;
-        Snapshot {
-            seqno,
-            list: self.clone(),
-        }
     }
 
     fn release(&self, seqno: SeqNo) {

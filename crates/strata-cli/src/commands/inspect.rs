@@ -277,11 +277,24 @@ pub fn check(db: &Path, json: bool, bloom_bits: Option<usize>) -> Result<ExitCod
         options.filter_policy = Some(Arc::new(BloomFilterPolicy::new(bits)));
     }
     let report = strata::check(db, &options)?;
+    if report.checks_beside_writer > 0 {
+        eprintln!(
+            "strata: checked beside a writer that holds the database, the state of MANIFEST {} \
+             as of sequence {} ({} run(s); {} file(s) the writer deleted during the check \
+             skipped)",
+            report.manifest.as_deref().unwrap_or("?"),
+            report.last_sequence.unwrap_or(0),
+            report.checks_beside_writer,
+            report.deleted_during_check
+        );
+    }
     let mut out = output()?;
     if json {
         let document = json!({
             "database": db.display().to_string(),
             "sound": report.is_sound(),
+            "checks_beside_writer": report.checks_beside_writer,
+            "deleted_during_check": report.deleted_during_check,
             "manifest": report.manifest,
             "files": report.files.iter().map(|f| json!({
                 "name": f.name,

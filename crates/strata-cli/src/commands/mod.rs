@@ -16,9 +16,15 @@ use strata::{Db, Options};
 
 use crate::error::CliError;
 
-/// Opens `db` without writing anything (read commands).
+/// Opens `db` without writing anything (read commands). Beside a writer (a program holds the
+/// database) it says on stderr which state the command reads: the writer's, as of the open.
 pub fn open_read_only(db: &Path, options: Options) -> Result<Db, CliError> {
-    Ok(Db::open_read_only(db, options)?)
+    let handle = Db::open_read_only(db, options)?;
+    let (seqno, beside_writer) = handle.read_state();
+    if beside_writer {
+        eprintln!("strata: read the state as of sequence {seqno} (a writer holds the database)");
+    }
+    Ok(handle)
 }
 
 /// Opens `db` for writing, with a hint when it does not exist yet.

@@ -25,6 +25,11 @@ struct OpenBlobFile {
     known_len: AtomicU64,
 }
 
+/// A blob file held open by [`BlobCache::pin`]; nothing but holding it.
+pub(crate) struct PinnedBlobFile {
+    _held: Arc<OpenBlobFile>,
+}
+
 /// Opens the blob files of one database directory, mapped.
 struct BlobOpener {
     env: Arc<dyn Env>,
@@ -67,6 +72,13 @@ impl BlobCache {
 
     fn open(&self, number: u64) -> Result<Arc<OpenBlobFile>> {
         self.files.get(number, ())
+    }
+
+    /// Blob file `number`, opened and pinned while the returned handle is held: reads of the
+    /// file go to this open file even after the cache evicted it (see
+    /// [`TableCache::pin`](crate::cache::TableCache::pin)).
+    pub(crate) fn pin(&self, number: u64) -> Result<PinnedBlobFile> {
+        self.files.pin(number, ()).map(|held| PinnedBlobFile { _held: held })
     }
 
     /// The directory of the database whose blob files these are.

@@ -26,6 +26,7 @@
 
 mod cache;
 pub use cache::BlobCache;
+pub(crate) use cache::PinnedBlobFile;
 mod reader;
 mod writer;
 

@@ -9,9 +9,16 @@
 //! Locking: concurrent lookups of a number that is not open yet wait for one of them to open it
 //! (quick_cache's placeholder guard), so a file is never opened twice at once. A failed open
 //! leaves nothing behind: the next lookup tries again.
+//!
+//! Pinning ([`FileCache::pin`]): a read-only handle beside a writer in another process opens
+//! every file of its state at once and holds it (the writer may delete it at any time). The
+//! holder keeps the strong `Arc`; the cache keeps a weak one, which a miss tries before
+//! opening, so a pinned file evicted from the cache is found again, never reopened from a
+//! name that may be gone. The weak map has its own mutex, taken only on a miss and by `pin`.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::Result;
 
@@ -37,6 +44,9 @@ pub(crate) struct FileCache<O: FileOpener> {
     /// Calls of the opener (a relaxed counter, bumped only on a miss). quick_cache's own
     /// miss count is not used: a lookup that goes on to open counts as two misses there.
     opens: AtomicU64,
+    /// Files some holder pinned, by number (weak: the holder owns them). Entries whose file
+    /// is gone are dropped at the next `pin`.
+    pinned: Mutex<HashMap<u64, Weak<O::File>>>,
 }
 
 impl<O: FileOpener> std::fmt::Debug for FileCache<O> {
@@ -55,6 +65,7 @@ impl<O: FileOpener> FileCache<O> {
             opener,
             files: quick_cache::sync::Cache::new(capacity.max(1)),
             opens: AtomicU64::new(0),
+            pinned: Mutex::new(HashMap::new()),
         }
     }
 
@@ -70,9 +81,32 @@ impl<O: FileOpener> FileCache<O> {
     #[inline]
     pub(crate) fn get(&self, number: u64, hint: O::Hint) -> Result<Arc<O::File>> {
         self.files.get_or_insert_with(&number, || {
+            if let Some(file) = self.pinned_file(number) {
+                return Ok(file);
+            }
             self.opens.fetch_add(1, Ordering::Relaxed);
             self.opener.open(number, hint).map(Arc::new)
         })
+    }
+
+    /// The open file `number`, opened with `hint` if needed, and pinned: while the caller
+    /// holds the returned `Arc`, every lookup of `number` returns this same open file, even
+    /// after the cache evicted it (it is never opened again by name).
+    ///
+    /// # Errors
+    /// As [`get`](Self::get).
+    pub(crate) fn pin(&self, number: u64, hint: O::Hint) -> Result<Arc<O::File>> {
+        let file = self.get(number, hint)?;
+        let mut pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+        pinned.retain(|_, weak| weak.strong_count() > 0);
+        pinned.insert(number, Arc::downgrade(&file));
+        Ok(file)
+    }
+
+    /// The pinned file `number`, if a holder still holds it.
+    fn pinned_file(&self, number: u64) -> Option<Arc<O::File>> {
+        let pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+        pinned.get(&number).and_then(Weak::upgrade)
     }
 
     /// Forgets file `number`; readers holding it keep it.
@@ -178,6 +212,25 @@ mod tests {
             cache.get(n, 0).unwrap();
         }
         assert!(opens(&cache) > 100);
+    }
+
+    #[test]
+    fn a_pinned_file_is_never_opened_again_while_held() {
+        let cache = FileCache::with_opener(Counting::default(), 2);
+        let held = cache.pin(1, 9).unwrap();
+        // Evicted by the bound, and by hand: a lookup finds the pinned file, without opening.
+        for n in 2..=10 {
+            cache.get(n, 0).unwrap();
+        }
+        cache.evict(1);
+        let again = cache.get(1, 0).unwrap();
+        assert!(Arc::ptr_eq(&held, &again));
+        assert_eq!(opens(&cache), 10);
+        // Once its holders let go, the number is opened anew.
+        drop((held, again));
+        cache.evict(1);
+        assert_eq!(*cache.get(1, 5).unwrap(), (1, 5));
+        assert_eq!(opens(&cache), 11);
     }
 
     #[test]

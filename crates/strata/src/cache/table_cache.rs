@@ -118,6 +118,42 @@ impl TableCache {
         self.tables.get(file_number, file_size)
     }
 
+    /// The open table with this file number, pinned while the caller holds it: lookups of the
+    /// number return this open table, however long ago it was evicted (a reader beside a
+    /// writer in another process holds its tables this way, since the writer deletes them).
+    ///
+    /// # Errors
+    /// As [`get`](Self::get).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use std::sync::Arc;
+    /// use strata::cache::TableCache;
+    /// use strata::key::{append_internal_key, ValueKind};
+    /// use strata::table::{TableBuilder, TableOptions};
+    /// use strata::{Env, MemEnv};
+    ///
+    /// let env = Arc::new(MemEnv::new());
+    /// env.create_dir_all(Path::new("/db")).unwrap();
+    /// let file = env.new_writable_file(Path::new("/db/000007.ldb")).unwrap();
+    /// let mut builder = TableBuilder::new(TableOptions::default(), file);
+    /// let mut key = Vec::new();
+    /// append_internal_key(&mut key, b"k", 1, ValueKind::Value);
+    /// builder.add(&key, b"v").unwrap();
+    /// let size = builder.finish(true).unwrap();
+    ///
+    /// let tables = TableCache::new(env.clone(), Path::new("/db"), TableOptions::default(), None, 1000);
+    /// let held = tables.pin(7, size).unwrap();
+    /// tables.evict(7);
+    /// env.remove_file(Path::new("/db/000007.ldb")).unwrap();
+    /// assert!(Arc::ptr_eq(&held, &tables.get(7, size).unwrap()));
+    /// ```
+    pub fn pin(&self, file_number: u64, file_size: u64) -> Result<Arc<Table>> {
+        self.tables.pin(file_number, file_size)
+    }
+
     /// Forgets the table with this file number (for example once it is deleted).
     pub fn evict(&self, file_number: u64) {
         self.tables.evict(file_number);

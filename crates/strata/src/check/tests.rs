@@ -357,14 +357,22 @@ fn a_directory_without_a_database_is_an_error() {
 }
 
 #[test]
-fn an_open_writer_keeps_check_out() {
+fn a_check_beside_an_open_writer_takes_no_lock_and_runs_again_on_damage() {
     let env = MemEnv::new();
     build(&env);
     let db = Db::open(DIR, options(&env)).unwrap();
-    assert!(matches!(
-        check(DIR, &options(&env)),
-        Err(Error::Locked { .. })
-    ));
+    let report = check(DIR, &options(&env)).unwrap();
+    assert!(report.is_sound(), "{:?}", report.damage);
+    assert_eq!(report.checks_beside_writer, 1);
+    // Damage that stays is reported, after every run.
+    let table = find(&env, FileKind::Table);
+    flip_byte(&env, &table, 10);
+    let report = check(DIR, &options(&env)).unwrap();
+    assert!(!report.is_sound());
+    assert_eq!(report.checks_beside_writer, crate::check::CHECK_TRIES);
     drop(db);
-    assert!(check(DIR, &options(&env)).unwrap().is_sound());
+    // With no writer, the check holds the lock and runs once.
+    let report = check(DIR, &options(&env)).unwrap();
+    assert!(!report.is_sound());
+    assert_eq!(report.checks_beside_writer, 0);
 }

@@ -194,8 +194,17 @@ pub(crate) struct CursorSource {
 impl CursorSource {
     pub(crate) fn new(inner: &Arc<DbInner>, options: &ReadOptions<'_>) -> Result<Self> {
         let seqno = inner.read_seqno(options)?;
+        let view = match options.snapshot.and_then(crate::Snapshot::view) {
+            Some(view) => view.clone(),
+            None => inner.view.load_full(),
+        };
+        // A read-only handle's view is a fixed state with its own seqno (`read_only.rs`).
+        let seqno = match (options.snapshot, view.fixed_seqno) {
+            (None, Some(fixed)) => fixed,
+            _ => seqno,
+        };
         Ok(CursorSource {
-            view: inner.view.load_full(),
+            view,
             seqno,
             read: BlockReadOptions {
                 verify_checksums: options.verify_checksums,

@@ -32,6 +32,7 @@ mod pinned;
 mod poison;
 mod properties;
 mod range_iter;
+mod read_only;
 mod recovery;
 mod stats;
 mod write;
@@ -72,6 +73,14 @@ pub(crate) struct ReadView {
     pub(crate) mem: Arc<MemTable>,
     pub(crate) imm: Option<Arc<MemTable>>,
     pub(crate) version: Arc<Version>,
+    /// A read-only handle's view is a fixed state (`read_only.rs`): the seqno of its last
+    /// write, which reads without a snapshot run at (taken from the view, never from
+    /// `visible_seqno`, so that a read racing a `catch_up` cannot pair the old seqno with the
+    /// new version). `None` for a writable handle.
+    pub(crate) fixed_seqno: Option<SeqNo>,
+    /// The files of this view a read-only handle beside a writer holds open (the writer may
+    /// delete them); dropped with the last holder of the view.
+    pub(crate) _held: Option<Arc<read_only::HeldFiles>>,
 }
 
 impl ReadView {
@@ -204,6 +213,10 @@ pub(crate) struct DbInner {
     /// Set by the first close (`Db::close` or the drop): the second does nothing.
     pub(crate) closed: AtomicBool,
     pub(crate) read_only: bool,
+    /// A read-only handle opened while a writer (in another process, or another handle of
+    /// this one) held `LOCK`: it holds no lock, holds every file of its view open, and retries
+    /// a load that met a file the writer replaced (`read_only.rs`).
+    pub(crate) beside_writer: bool,
     pub(crate) info_log: InfoLog,
     pub(crate) bg_thread: Mutex<Option<JoinHandle<()>>>,
     /// The blob garbage collection thread, when the database may have blob files.
@@ -322,9 +335,14 @@ impl Db {
     /// info log. Writes fail with [`Error::NotSupported`]. The log's contents are replayed into
     /// memory, so reads see every write the database holds.
     ///
-    /// It takes a shared lock on `LOCK`: several read-only handles may be open at once, but not
-    /// alongside a writer (strata's or LevelDB's), which would fail with [`Error::Locked`], as
-    /// this open does while a writer holds the database.
+    /// It takes a shared lock on `LOCK` when it can: several read-only handles may be open at
+    /// once, and a writer (strata's or LevelDB's) then cannot open. While a writer holds the
+    /// database (strata's, in this process or another) it takes no lock and reads beside it:
+    /// the state as of the open (the MANIFEST and the live logs up to their last whole
+    /// record), with every table and blob file of that state held open, so that the writer's
+    /// deletions do not reach it; [`catch_up`](Self::catch_up) moves it to the writer's newest
+    /// state. It never writes, renames or deletes a file. What such a reader sees, and when:
+    /// docs/durability.md.
     ///
     /// # Errors
     /// As [`open`](Self::open); a directory without a database is [`Error::NoDatabase`] (a
@@ -345,6 +363,58 @@ impl Db {
     /// ```
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         open::open(path.as_ref(), options, true).map(|inner| Db { inner })
+    }
+
+    /// Moves a read-only handle on to the database's newest state: reads `CURRENT`, the
+    /// MANIFEST and the live logs again, as [`open_read_only`](Self::open_read_only) does, and
+    /// makes that the state later reads see. Snapshots and cursors made before keep the state
+    /// they were made in (and its files). On a failure the handle keeps its state. On a
+    /// writable handle it does nothing: that handle always reads its newest state.
+    ///
+    /// # Errors
+    /// As [`open_read_only`](Self::open_read_only): beside a writer, a state that kept
+    /// changing under ten loads is the last load's error, naming the file it missed.
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let writer = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// writer.put("k", "1")?;
+    /// // The writer holds the database: the reader takes no lock and reads beside it.
+    /// let reader = Db::open_read_only(dir.path(), Options::default())?;
+    /// writer.put("k", "2")?;
+    /// assert_eq!(reader.get("k")?.as_deref(), Some(&b"1"[..]));
+    /// reader.catch_up()?;
+    /// assert_eq!(reader.get("k")?.as_deref(), Some(&b"2"[..]));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn catch_up(&self) -> Result<()> {
+        if !self.inner.read_only {
+            return Ok(());
+        }
+        read_only::load(&self.inner)
+    }
+
+    /// The sequence number of the last write a read without a snapshot sees now, and whether
+    /// this is a read-only handle reading beside a writer (which then reads the state as of
+    /// its open or its last [`catch_up`](Self::catch_up)).
+    /// # Example
+    ///
+    /// ```
+    /// use strata::{Db, Options};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
+    /// db.put("k", "v")?;
+    /// assert_eq!(db.read_state(), (1, false));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn read_state(&self) -> (u64, bool) {
+        let seqno = match self.inner.view.load().fixed_seqno {
+            Some(fixed) => fixed,
+            None => self.inner.visible_seqno.load(Ordering::Acquire),
+        };
+        (seqno, self.inner.beside_writer)
     }
 
     /// Sets `key` to `value`, with the default [`WriteOptions`] (not synced: the write
@@ -638,7 +708,19 @@ impl Db {
         let key = key.as_ref();
         let inner = &self.inner;
         let seqno = inner.read_seqno(options)?;
-        let view = inner.view.load();
+        let snapshot_view = options.snapshot.and_then(Snapshot::view);
+        let current;
+        let view: &ReadView = match snapshot_view {
+            Some(view) => view,
+            None => {
+                current = inner.view.load();
+                &current
+            }
+        };
+        let seqno = match (options.snapshot, view.fixed_seqno) {
+            (None, Some(fixed)) => fixed,
+            _ => seqno,
+        };
         let floor = view.range_deletion_floor(key, seqno);
         for mem in std::iter::once(&view.mem).chain(&view.imm) {
             match mem.get_above(key, seqno, floor) {
@@ -694,6 +776,13 @@ impl Db {
     pub fn snapshot(&self) -> Snapshot {
         // Under the state mutex, so that a compaction starting now sees the snapshot.
         let _state = self.inner.lock_state();
+        if self.inner.read_only {
+            // A read-only handle's snapshot keeps its view: a later `catch_up` may bring a
+            // version the writer compacted without knowing of this snapshot.
+            let view = self.inner.view.load_full();
+            let seqno = view.fixed_seqno.unwrap_or(0);
+            return self.inner.snapshots.acquire_with_view(seqno, view);
+        }
         let seqno = self.inner.visible_seqno.load(Ordering::Acquire);
         self.inner.snapshots.acquire(seqno)
     }
@@ -1281,6 +1370,8 @@ impl DbInner {
             mem: state.mem.clone(),
             imm: state.imm.clone(),
             version: state.versions.current(),
+            fixed_seqno: None,
+            _held: None,
         }));
         self.refresh_blob_gc_behind(state);
     }

@@ -47,13 +47,18 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         env.create_dir_all(dir)?;
     }
     let lock_path = filename::lock_file(dir);
-    let lock = if !read_only {
-        Some(env.lock_file(&lock_path)?)
+    // Readers share the lock when they can; while a writer holds it, a reader takes none and
+    // reads beside it (`read_only.rs`).
+    let (lock, beside_writer) = if !read_only {
+        (Some(env.lock_file(&lock_path)?), false)
     } else if env.exists(&lock_path) {
-        // Readers share the lock; a writer (strata's or LevelDB's) excludes them.
-        Some(env.lock_file_shared(&lock_path)?)
+        match env.lock_file_shared(&lock_path) {
+            Ok(lock) => (Some(lock), false),
+            Err(Error::Locked { .. }) => (None, true),
+            Err(e) => return Err(e),
+        }
     } else {
-        None
+        (None, false)
     };
     let info_log = if read_only {
         InfoLog::disabled()
@@ -92,10 +97,13 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
             }),
     ));
     let mut versions = VersionSet::new(dir, env.clone(), icmp.clone());
-    versions.recover()?;
-    check_tables_exist(&*env, dir, &versions)?;
-    live_log_must_exist(&*env, dir, versions.log_number)?;
-    if options.paranoid_checks {
+    // A read-only handle loads its state below (`read_only::load`), retrying beside a writer.
+    if !read_only {
+        versions.recover()?;
+        check_tables_exist(&*env, dir, &versions)?;
+        live_log_must_exist(&*env, dir, versions.log_number)?;
+    }
+    if options.paranoid_checks && !read_only {
         // Every table's footer, index and filter, checksums verified, before anything is written.
         for level in &versions.current().files {
             for file in level.iter() {
@@ -112,6 +120,8 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         mem: mem.clone(),
         imm: None,
         version: versions.current(),
+        fixed_seqno: None,
+        _held: None,
     };
     let last_sequence = versions.last_sequence;
     let inner = Arc::new(DbInner {
@@ -153,6 +163,7 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         shutting_down: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         read_only,
+        beside_writer,
         info_log,
         bg_thread: Mutex::new(None),
         blob_gc_thread: Mutex::new(None),
@@ -160,7 +171,11 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         _lock: lock,
         options,
     });
-    super::recovery::recover_logs(&inner)?;
+    if read_only {
+        super::read_only::load(&inner)?;
+    } else {
+        super::recovery::recover_logs(&inner, &mut inner.lock_state())?;
+    }
     if !read_only {
         if let Err(e) = start_threads(&inner) {
             // The threads started hold the database (and `LOCK`): stop them, so that the
@@ -333,7 +348,7 @@ pub(crate) fn live_log_must_exist(env: &dyn Env, dir: &Path, number: u64) -> Res
 }
 
 /// Fails if a table or blob file the current version lists is missing from the directory.
-fn check_tables_exist(env: &dyn Env, dir: &Path, versions: &VersionSet) -> Result<()> {
+pub(crate) fn check_tables_exist(env: &dyn Env, dir: &Path, versions: &VersionSet) -> Result<()> {
     let mut expected: HashSet<u64> = versions
         .live_file_list()
         .into_iter()

@@ -4,6 +4,7 @@
 //! (a gap means the previous log lost its last writes, and the logs after it are set aside);
 //! damage inside a log is an error, a torn tail is where the log ends.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::blobs::ReplayedBlobs;
@@ -11,7 +12,7 @@ use super::flush::write_level0_table;
 use super::open::info;
 use super::{DbInner, DbState};
 use crate::batch::WriteBatch;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::key::SeqNo;
 use crate::log::{LogReader, LogWriter, ReadMode};
@@ -90,8 +91,11 @@ impl<'s> Recovery<'s> {
 }
 
 /// Replays the logs the MANIFEST does not cover, starts a new log, and records the new state.
-pub(crate) fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
-    let mut state = inner.lock_state();
+/// Read-only, it only replays them into `state`'s memtable and raises its last seqno (the
+/// caller publishes the view), and returns the blob files the replayed writes point into
+/// (empty for a writable handle, which records them in the MANIFEST). Requires: the caller
+/// holds the state mutex (`state` is its guard's contents).
+pub(crate) fn recover_logs(inner: &DbInner, state: &mut DbState) -> Result<BTreeSet<u64>> {
     let names = inner.env.children(&inner.dir)?;
     let mut logs: Vec<u64> = names
         .iter()
@@ -101,6 +105,16 @@ pub(crate) fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
         })
         .collect();
     logs.sort();
+    let live_log = state.versions.log_number;
+    if inner.read_only && live_log != 0 && !logs.contains(&live_log) {
+        // Beside a writer: it flushed the log and deleted it after the MANIFEST was read (the
+        // load starts again). Without a writer, `live_log_must_exist` has refused this.
+        return Err(Error::corruption(
+            filename::log_file(&inner.dir, live_log),
+            0,
+            "the log the MANIFEST names as live is gone",
+        ));
+    }
     // A blob file the MANIFEST does not list yet (its memtable was not flushed) keeps its
     // number: a new file must never take it.
     for name in &names {
@@ -108,7 +122,7 @@ pub(crate) fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
             state.versions.mark_file_number_used(n);
         }
     }
-    let mut recovery = Recovery::new(&mut state);
+    let mut recovery = Recovery::new(state);
     let mut reusable = None;
     for (i, &number) in logs.iter().enumerate() {
         let last = i + 1 == logs.len();
@@ -151,15 +165,13 @@ pub(crate) fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
     }
     let versions = &mut recovery.state.versions;
     versions.last_sequence = versions.last_sequence.max(recovery.max_sequence);
+    if inner.read_only {
+        // Replayed data stays in the memtable; nothing is written.
+        return Ok(std::mem::take(&mut recovery.blobs.referenced));
+    }
     inner
         .visible_seqno
         .store(versions.last_sequence, std::sync::atomic::Ordering::Release);
-
-    if inner.read_only {
-        // Replayed data stays in the memtable; nothing is written.
-        inner.publish_view(recovery.state);
-        return Ok(());
-    }
     let (log_number, log_writer) = match reusable {
         Some((number, len)) => {
             let path = filename::log_file(&inner.dir, number);
@@ -190,10 +202,10 @@ pub(crate) fn recover_logs(inner: &Arc<DbInner>) -> Result<()> {
     edit.log_number = Some(log_number);
     edit.prev_log_number = Some(0);
     state.versions.log_and_apply(&mut edit)?;
-    inner.publish_view(&state);
+    inner.publish_view(state);
     info!(inner, "recovered {} log(s); log {log_number}", logs.len());
-    super::obsolete::delete_obsolete_files(inner, &mut state);
-    Ok(())
+    super::obsolete::delete_obsolete_files(inner, state);
+    Ok(BTreeSet::new())
 }
 
 /// How replaying one log ended.

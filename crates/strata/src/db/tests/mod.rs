@@ -14,6 +14,7 @@ mod api;
 mod background;
 mod misuse;
 mod open;
+mod read_only;
 mod stats;
 
 fn options(env: &MemEnv) -> Options {
