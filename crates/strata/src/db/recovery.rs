@@ -271,6 +271,19 @@ fn replay_log(inner: &DbInner, recovery: &mut Recovery<'_>, number: u64) -> Resu
                 gap: false,
             });
         }
+        if let Some(next) = recovery.next_sequence.filter(|&next| batch.seqno() < next) {
+            // Writes are logged in seqno order, each once: a write that starts below the
+            // next seqno repeats (or overlaps) one already replayed. Crafted or damaged.
+            return Err(Error::corruption(
+                &path,
+                reader.last_record_offset(),
+                format!(
+                    "write batch at sequence {} repeats sequences already replayed (the next \
+                     write must start at {next})",
+                    batch.seqno()
+                ),
+            ));
+        }
         recovery.apply(inner, &batch)?;
     }
     let torn = reader.torn_tail();

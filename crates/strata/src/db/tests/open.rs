@@ -399,6 +399,35 @@ fn a_logged_batch_with_sequence_numbers_past_the_largest_is_corruption() {
     }
 }
 
+/// A log that holds the same write twice (crafted, good checksums) is corruption naming the
+/// log and the repeated record: replaying it inserted one internal key twice (a debug
+/// assertion in the skiplist, a panic in debug builds).
+#[test]
+fn a_log_that_repeats_a_write_is_corruption() {
+    let env = MemEnv::new();
+    drop(Db::open(DIR, options(&env)).unwrap());
+    let path = Path::new(DIR).join("000099.log");
+    let mut log = LogWriter::new(env.new_writable_file(&path).unwrap());
+    let mut batch = WriteBatch::new();
+    batch.put(b"k", b"v");
+    batch.set_seqno(1);
+    log.add_record(batch.encoded()).unwrap();
+    let second_record = log.file_len();
+    log.add_record(batch.encoded()).unwrap();
+    log.sync().unwrap();
+    match Db::open(DIR, options(&env)) {
+        Err(Error::Corruption {
+            file,
+            offset,
+            reason,
+        }) => {
+            assert_eq!((file, offset), (path, second_record), "{reason}");
+            assert!(reason.contains("repeats"), "{reason}");
+        }
+        other => panic!("expected corruption, got {:?}", other.map(|_| ())),
+    }
+}
+
 /// A log record that is not a write batch (crafted, with a good checksum, after a good one) is
 /// corruption naming the log and the file offset of the bad operation: past the record's
 /// header, the operation's offset in the record.
