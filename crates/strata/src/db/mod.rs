@@ -518,7 +518,9 @@ impl Db {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if `end` is before `start` (equal bounds delete nothing);
-    /// otherwise as [`write`](Self::write).
+    /// [`Error::NotSupported`] in a database with key-value separation
+    /// (`Options::blob_threshold`, or blob files made before): blob garbage accounting does
+    /// not know range deletions yet; otherwise as [`write`](Self::write).
     /// # Example
     ///
     /// ```

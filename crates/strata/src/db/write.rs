@@ -103,8 +103,17 @@ fn validate(batch: &WriteBatch) -> Result<()> {
 }
 
 /// Refuses a range deletion whose end is before its start (in the database's order): that is
-/// a caller's mistake, not an empty range. An end equal to the start deletes nothing.
+/// a caller's mistake, not an empty range. An end equal to the start deletes nothing. Refuses
+/// every range deletion in a database with key-value separation (`Options::blob_threshold`,
+/// or blob files from before): blob garbage accounting does not know range deletions yet (the
+/// fuzzer found it over-counting; `docs/range-deletes.md`).
 fn check_ranges(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
+    if inner.options.blob_threshold.is_some() || !inner.view.load().version.blob_files.is_empty() {
+        return Err(Error::not_supported(
+            "range deletions in a database with blob files (key-value separation) are not \
+             supported yet",
+        ));
+    }
     let ucmp = inner.icmp.user_comparator();
     for op in batch.iter() {
         if op.kind == crate::key::ValueKind::RangeDeletion && ucmp.compare(op.value, op.key).is_lt()

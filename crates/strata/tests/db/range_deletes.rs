@@ -343,3 +343,25 @@ fn a_checkpoint_keeps_range_deletions() {
     assert_eq!(keys(&copy), want);
     assert_eq!(live_range_deletions(&copy), 0);
 }
+
+/// Range deletions are refused in a database with key-value separation, and nothing of the
+/// batch is applied (see `Db::delete_range`).
+#[test]
+fn range_deletions_are_refused_with_blob_files() {
+    let env = MemEnv::new();
+    let blobs = Options {
+        blob_threshold: Some(100),
+        ..options(&env)
+    };
+    let db = Db::open("/db", blobs).unwrap();
+    fill(&db, 10);
+    let mut batch = WriteBatch::new();
+    batch.put("new", "v");
+    batch.delete_range(key(0), key(5));
+    match db.write(batch) {
+        Err(Error::NotSupported(msg)) => assert!(msg.contains("blob"), "{msg}"),
+        other => panic!("expected NotSupported, got {other:?}"),
+    }
+    assert_eq!(db.get("new").unwrap(), None);
+    assert_eq!(keys(&db).len(), 10);
+}
