@@ -41,21 +41,8 @@ fn strata(args: &[&str]) -> Output {
 }
 
 /// Runs a command that must succeed, and returns its stdout.
-///
-/// A database this process held and closed may still look locked for a moment: the lock is an
-/// open-file-description lock, and a child that another test of this process is forking holds
-/// a copy of the descriptor until it execs (milliseconds under load). So a "database is
-/// locked" refusal is retried for a few seconds before it counts as a failure.
 fn ok(args: &[&str]) -> String {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let mut out = strata(args);
-    while !out.status.success()
-        && String::from_utf8_lossy(&out.stderr).contains("database is locked")
-        && std::time::Instant::now() < deadline
-    {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        out = strata(args);
-    }
+    let out = strata(args);
     assert!(
         out.status.success(),
         "strata {args:?} failed ({:?}): {}",
@@ -940,8 +927,6 @@ fn usage_errors_exit_2_with_one_line() {
 #[test]
 fn a_reader_that_stops_early_ends_the_scan_quietly() {
     let dir = database(20_000);
-    // Until no forked child of another test holds a copy of the lock (see `ok`).
-    ok(&["get", p(dir.path()), "key00000"]);
     let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
         .args(["scan", p(dir.path())])
         .stdout(Stdio::piped())

@@ -185,6 +185,39 @@ fn posix_lock_survives_closing_an_unrelated_handle() {
     ));
 }
 
+/// A lock is released when its holder drops it, even while a child forked meanwhile still
+/// holds a copy of its descriptor (as one another thread is spawning does until it execs):
+/// an open-file-description lock would otherwise last as long as that copy, and reopening the
+/// database in this process failed with `Error::Locked` under load.
+#[test]
+#[allow(unsafe_code)]
+fn posix_lock_is_released_while_a_forked_child_holds_its_descriptor() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = PosixEnv::new();
+    let lock_path = tmp.path().join("LOCK");
+    let lock = env.lock_file(&lock_path).unwrap();
+    // SAFETY: the child calls only async-signal-safe functions (`sleep`, `_exit`) and never
+    // returns into the test harness; the parent waits for it below.
+    let child = unsafe { nix::libc::fork() };
+    assert!(child >= 0, "fork failed");
+    if child == 0 {
+        // SAFETY: async-signal-safe, and `_exit` does not run the parent's atexit handlers.
+        unsafe {
+            nix::libc::sleep(2);
+            nix::libc::_exit(0);
+        }
+    }
+    drop(lock);
+    let again = env.lock_file(&lock_path);
+    // SAFETY: waits for the child forked above; a null status pointer is allowed.
+    unsafe { nix::libc::waitpid(child, std::ptr::null_mut(), 0) };
+    assert!(
+        again.is_ok(),
+        "the lock outlived its drop: {:?}",
+        again.err()
+    );
+}
+
 #[test]
 fn mem_crash_drops_unsynced_data_and_undoes_unsynced_renames() {
     let env = MemEnv::new();

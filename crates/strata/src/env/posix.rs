@@ -327,6 +327,12 @@ impl FileLock for PosixFileLock {}
 
 impl Drop for PosixFileLock {
     fn drop(&mut self) {
+        // Unlocked explicitly, not only by closing the file: an open-file-description lock
+        // lasts while any descriptor of the description is open, and a child another thread
+        // of this process is forking holds a copy of this one until it execs. Closing alone
+        // left the database locked for that long (a reopen in this process failed with
+        // `Error::Locked` under load); an unlock through any descriptor ends the lock.
+        let _ = fcntl_unlock(&self._file);
         if let Some(path) = &self.path {
             locked_paths()
                 .lock()
@@ -357,6 +363,28 @@ fn fcntl_lock(file: &File, exclusive: bool) -> io::Result<()> {
     let arg = FcntlArg::F_OFD_SETLK(&lock);
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     let arg = FcntlArg::F_SETLK(&lock);
+    fcntl(file.as_raw_fd(), arg)
+        .map(|_| ())
+        .map_err(io::Error::from)
+}
+
+/// Releases the lock `fcntl_lock` took on `file`'s open file description.
+fn fcntl_unlock(file: &File) -> io::Result<()> {
+    use nix::fcntl::{fcntl, FcntlArg};
+    use nix::libc;
+    use std::os::fd::AsRawFd;
+
+    let unlock = libc::flock {
+        l_type: libc::F_UNLCK as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: 0,
+        l_len: 0,
+        l_pid: 0,
+    };
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let arg = FcntlArg::F_OFD_SETLK(&unlock);
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let arg = FcntlArg::F_SETLK(&unlock);
     fcntl(file.as_raw_fd(), arg)
         .map(|_| ())
         .map_err(io::Error::from)
