@@ -94,9 +94,7 @@ impl ReadView {
             .and_then(|f| f.covering(key, snapshot))
             .unwrap_or(0);
         for mem in std::iter::once(&self.mem).chain(&self.imm) {
-            if let Some(f) = mem.range_fragments() {
-                floor = floor.max(f.covering(key, snapshot).unwrap_or(0));
-            }
+            floor = floor.max(mem.range_deletion_over(key, snapshot).unwrap_or(0));
         }
         floor
     }

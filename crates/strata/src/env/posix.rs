@@ -343,15 +343,26 @@ impl Drop for PosixFileLock {
 }
 
 fn fcntl_lock(file: &File, exclusive: bool) -> io::Result<()> {
+    let kind = if exclusive {
+        nix::libc::F_WRLCK
+    } else {
+        nix::libc::F_RDLCK
+    };
+    fcntl_set(file, kind)
+}
+
+/// Releases the lock `fcntl_lock` took on `file`'s open file description.
+fn fcntl_unlock(file: &File) -> io::Result<()> {
+    fcntl_set(file, nix::libc::F_UNLCK)
+}
+
+/// Sets a whole-file lock of `kind` (`F_WRLCK`, `F_RDLCK` or `F_UNLCK`): an
+/// open-file-description lock where the platform has them, a classic `fcntl` lock otherwise.
+fn fcntl_set(file: &File, kind: i32) -> io::Result<()> {
     use nix::fcntl::{fcntl, FcntlArg};
     use nix::libc;
     use std::os::fd::AsRawFd;
 
-    let kind = if exclusive {
-        libc::F_WRLCK
-    } else {
-        libc::F_RDLCK
-    };
     let lock = libc::flock {
         l_type: kind as libc::c_short,
         l_whence: libc::SEEK_SET as libc::c_short,
@@ -363,28 +374,6 @@ fn fcntl_lock(file: &File, exclusive: bool) -> io::Result<()> {
     let arg = FcntlArg::F_OFD_SETLK(&lock);
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     let arg = FcntlArg::F_SETLK(&lock);
-    fcntl(file.as_raw_fd(), arg)
-        .map(|_| ())
-        .map_err(io::Error::from)
-}
-
-/// Releases the lock `fcntl_lock` took on `file`'s open file description.
-fn fcntl_unlock(file: &File) -> io::Result<()> {
-    use nix::fcntl::{fcntl, FcntlArg};
-    use nix::libc;
-    use std::os::fd::AsRawFd;
-
-    let unlock = libc::flock {
-        l_type: libc::F_UNLCK as libc::c_short,
-        l_whence: libc::SEEK_SET as libc::c_short,
-        l_start: 0,
-        l_len: 0,
-        l_pid: 0,
-    };
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    let arg = FcntlArg::F_OFD_SETLK(&unlock);
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    let arg = FcntlArg::F_SETLK(&unlock);
     fcntl(file.as_raw_fd(), arg)
         .map(|_| ())
         .map_err(io::Error::from)

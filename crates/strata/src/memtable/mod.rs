@@ -174,6 +174,18 @@ impl MemTable {
         self.range_fragments.load_full()
     }
 
+    /// The newest seqno at or below `snapshot` of a range deletion here covering `key`. A
+    /// point lookup's: it borrows the fragments (no reference count taken).
+    pub(crate) fn range_deletion_over(&self, key: &[u8], snapshot: SeqNo) -> Option<SeqNo> {
+        if !self.holds_range_tombstones.load(Ordering::Acquire) {
+            return None;
+        }
+        self.range_fragments
+            .load()
+            .as_ref()
+            .and_then(|f| f.covering(key, snapshot))
+    }
+
     /// True if some entry added is a blob pointer.
     pub(crate) fn holds_blob_pointers(&self) -> bool {
         self.holds_blob_pointers.load(Ordering::Relaxed)
