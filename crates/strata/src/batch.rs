@@ -448,6 +448,27 @@ mod tests {
         }
     }
 
+    /// A range deletion cut short is named as one, and no truncation or flip of a batch
+    /// holding one panics.
+    #[test]
+    fn malformed_range_deletions_are_corruption() {
+        let mut b = WriteBatch::new();
+        b.delete_range(b"from", b"to");
+        let good = b.encoded().to_vec();
+        let decoded = WriteBatch::decode(&good).unwrap();
+        assert!(decoded.has_range_deletions());
+        let err = WriteBatch::decode(&good[..good.len() - 1]).unwrap_err();
+        assert!(err.to_string().contains("bad range deletion"), "{err}");
+        for len in 0..good.len() {
+            let _ = WriteBatch::decode(&good[..len]);
+        }
+        for i in 0..good.len() {
+            let mut bad = good.clone();
+            bad[i] ^= 0xff;
+            let _ = WriteBatch::decode(&bad);
+        }
+    }
+
     #[test]
     fn empty_batch_is_legal() {
         let b = WriteBatch::decode(&[9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]).unwrap();

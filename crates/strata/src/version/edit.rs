@@ -455,6 +455,29 @@ mod tests {
         // An internal key shorter than 8 bytes.
         let err = VersionEdit::decode(&[5, 1, 3, b'a', b'b', b'c']).unwrap_err();
         assert!(err.to_string().contains("compact pointer"), "{err}");
+        // The range-deletion tags cut short.
+        let mut range = Vec::new();
+        VersionEdit {
+            new_range_tombstones: vec![RangeTombstone {
+                start: b"a".to_vec(),
+                end: b"b".to_vec(),
+                seqno: 9,
+            }],
+            dropped_range_tombstones: [4].into(),
+            range_deletion_horizons: vec![(7, 9)],
+            ..Default::default()
+        }
+        .encode_into(&mut range);
+        assert!(VersionEdit::decode(&range).unwrap().has_range_deletion_changes());
+        let err = VersionEdit::decode(&[24, 9, 1, b'a']).unwrap_err();
+        assert!(err.to_string().contains("bad range deletion entry"), "{err}");
+        let err = VersionEdit::decode(&[25]).unwrap_err();
+        assert!(err.to_string().contains("bad dropped range deletion"), "{err}");
+        let err = VersionEdit::decode(&[26, 7]).unwrap_err();
+        assert!(err.to_string().contains("bad range deletion horizon"), "{err}");
+        for len in 0..range.len() {
+            let _ = VersionEdit::decode(&range[..len]);
+        }
         // Truncations and flips of a full record never panic.
         let mut bytes = Vec::new();
         full_edit().encode_into(&mut bytes);
