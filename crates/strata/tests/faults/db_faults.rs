@@ -281,3 +281,41 @@ fn a_power_loss_during_a_checkpoint_leaves_no_database_or_the_whole_copy() {
     }
     assert!(absent >= 5 && whole >= 1, "{absent} absent, {whole} whole");
 }
+
+/// The MANIFEST write that marks a database for range deletions fails (a full disk): the
+/// `delete_range` that needed it returns the error and deletes nothing, the database stops
+/// taking writes (fail-stop), and a reopen has every key and takes range deletions again.
+#[test]
+fn a_failed_range_deletion_marker_deletes_nothing_and_reopen_recovers() {
+    let (env, options) = setup("never-matches");
+    let db = Db::open("/db", options.clone()).unwrap();
+    for i in 0..100 {
+        db.put_opt(key(i), b"v", &WriteOptions { sync: true })
+            .unwrap();
+    }
+    let manifest = env
+        .children(std::path::Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .find(|n| n.starts_with("MANIFEST-"))
+        .unwrap();
+    env.limit_faults_to_suffix(Some(&manifest));
+    fill_disk(&env);
+    let err = db.delete_range(key(10), key(20)).unwrap_err();
+    assert!(err.to_string().contains("No space left"), "{err}");
+    env.set_plan(None);
+    assert_eq!(db.get(key(15)).unwrap().as_deref(), Some(&b"v"[..]));
+    assert!(
+        db.put(key(200), b"after").is_err(),
+        "writes go on after a failed MANIFEST"
+    );
+    drop(db);
+    assert!(env.violations().is_empty(), "{:?}", env.violations());
+    let db = Db::open("/db", options).unwrap();
+    for i in 0..100 {
+        assert_eq!(db.get(key(i)).unwrap().as_deref(), Some(&b"v"[..]));
+    }
+    db.delete_range(key(10), key(20)).unwrap();
+    assert_eq!(db.get(key(15)).unwrap(), None);
+    assert_eq!(db.get(key(20)).unwrap().as_deref(), Some(&b"v"[..]));
+}
