@@ -66,6 +66,10 @@ pub struct Flags {
     /// Memtable size in bytes (log-structured engines).
     #[arg(long, default_value_t = 4 << 20)]
     pub write_buffer_size: usize,
+    /// Row cache size in bytes (strata's `Options::row_cache_capacity`); 0, the default, is
+    /// off. Engines without a row cache ignore it.
+    #[arg(long, default_value_t = 0)]
+    pub row_cache_size: usize,
     /// Bloom filter bits per key; negative means no filter.
     #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     pub bloom_bits: i64,
@@ -145,6 +149,7 @@ impl Flags {
             verify_checksums: !self.no_verify_checksums,
             value_size: self.value_size,
             copying_reads: self.copying_reads,
+            row_cache_size: self.row_cache_size,
         }
     }
 }

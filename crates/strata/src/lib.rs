@@ -122,7 +122,8 @@ pub use check::{check, CheckReport};
 pub use comparator::{bytewise, BytewiseComparator, Comparator, KeyRange};
 pub use db::{
     destroy, BlobFileInfo, BlobStats, BlockCacheStats, Db, DbIterator, DbStats, IntoKeyRange, Keys,
-    LevelStats, PinnedValue, RangeIter, TableCacheStats, WriteStalls, MAX_KEY_SIZE, MAX_VALUE_SIZE,
+    LevelStats, PinnedValue, RangeIter, RowCacheStats, TableCacheStats, WriteStalls, MAX_KEY_SIZE,
+    MAX_VALUE_SIZE,
 };
 pub use env::{CrashMode, Env, IoFaults, MemEnv, PosixEnv};
 pub use error::{Error, RecordError, Result};

@@ -55,6 +55,13 @@ pub struct Options {
     pub block_cache_capacity: usize,
     /// A block cache to share between databases; overrides `block_cache_capacity`.
     pub block_cache: Option<Arc<BlockCache>>,
+    /// Bytes of a row cache: the answers of recent point lookups (`get`, `get_pinned`) of the
+    /// newest state, keyed by user key, so that a key read again is answered without
+    /// searching the memtables, the levels and the table blocks. Each write invalidates the
+    /// keys it writes (a cost on every write while the cache is on); a range deletion empties
+    /// it. Reads at a snapshot, through a read-only handle, and of values kept in blob files
+    /// neither use nor fill it. Default: 0 (off), as in RocksDB.
+    pub row_cache_capacity: usize,
     /// Uncompressed bytes per data block. Default: 4 KiB; clamped to [1 KiB, 4 MiB].
     pub block_size: usize,
     /// Keys between restart points in a block. Default: 16; at least 1.
@@ -109,6 +116,7 @@ impl Default for Options {
             max_open_files: 1000,
             block_cache_capacity: 8 << 20,
             block_cache: None,
+            row_cache_capacity: 0,
             block_size: 4096,
             block_restart_interval: 16,
             max_file_size: 2 << 20,
@@ -134,6 +142,7 @@ impl fmt::Debug for Options {
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_open_files", &self.max_open_files)
             .field("block_cache_capacity", &self.block_cache_capacity)
+            .field("row_cache_capacity", &self.row_cache_capacity)
             .field("block_size", &self.block_size)
             .field("block_restart_interval", &self.block_restart_interval)
             .field("max_file_size", &self.max_file_size)

@@ -58,6 +58,8 @@ pub struct EngineConfig {
     /// and value) instead of `get_pinned` and cursor borrows: to measure what zero-copy reads
     /// save. Other engines ignore it.
     pub copying_reads: bool,
+    /// strata's row cache in bytes (0: off). Other engines ignore it.
+    pub row_cache_size: usize,
 }
 
 impl EngineConfig {
@@ -79,6 +81,7 @@ impl Default for EngineConfig {
             verify_checksums: true,
             value_size: 100,
             copying_reads: false,
+            row_cache_size: 0,
         }
     }
 }

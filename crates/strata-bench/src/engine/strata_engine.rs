@@ -28,6 +28,7 @@ impl StrataEngine {
         let mut options = Options {
             create_if_missing: true,
             block_cache_capacity: config.cache_size,
+            row_cache_capacity: config.row_cache_size,
             write_buffer_size: config.write_buffer_size,
             compression: if config.compression {
                 Compression::Snappy

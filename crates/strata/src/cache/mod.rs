@@ -11,6 +11,7 @@
 
 mod block_cache;
 pub(crate) mod file_cache;
+pub(crate) mod row_cache;
 mod table_cache;
 
 pub use block_cache::BlockCache;

@@ -47,6 +47,7 @@ use arc_swap::ArcSwap;
 
 use crate::batch::WriteBatch;
 use crate::blob::BlobCache;
+use crate::cache::row_cache::RowCache;
 use crate::cache::{BlockCache, TableCache};
 use crate::env::{Env, FileLock};
 use crate::error::{Error, Result};
@@ -65,7 +66,9 @@ pub use iter::DbIterator;
 pub(crate) use open::live_log_must_exist;
 pub use pinned::PinnedValue;
 pub use range_iter::{IntoKeyRange, Keys, RangeIter};
-pub use stats::{BlobStats, BlockCacheStats, DbStats, LevelStats, TableCacheStats, WriteStalls};
+pub use stats::{
+    BlobStats, BlockCacheStats, DbStats, LevelStats, RowCacheStats, TableCacheStats, WriteStalls,
+};
 use write::PendingWrite;
 
 /// What readers see: the memtables and the version, replaced whole.
@@ -170,6 +173,9 @@ pub(crate) struct DbInner {
     pub(crate) icmp: InternalKeyComparator,
     pub(crate) block_cache: Arc<BlockCache>,
     pub(crate) table_cache: Arc<TableCache>,
+    /// Answers of recent point lookups at the newest state (`Options::row_cache_capacity`);
+    /// `None` when off and for read-only handles. Writes invalidate it (`write.rs`).
+    pub(crate) row_cache: Option<RowCache>,
     /// Open blob files, for values kept apart from the tree.
     pub(crate) blob_cache: Arc<BlobCache>,
     /// The blob files being written; see `blobs.rs` for the locking.
@@ -707,6 +713,22 @@ impl Db {
     ) -> Result<Option<PinnedValue>> {
         let key = key.as_ref();
         let inner = &self.inner;
+        // The row cache answers reads of the newest state only. Its ticket is taken before
+        // the seqno and the view are loaded (see `cache::row_cache`).
+        let row_ticket = match (&inner.row_cache, options.snapshot) {
+            (Some(rows), None) => {
+                if let Some(row) = rows.get(key) {
+                    return Ok(row.map(PinnedValue::shared));
+                }
+                options.fill_cache.then(|| rows.begin(key))
+            }
+            _ => None,
+        };
+        let remember = |value: Option<&[u8]>| {
+            if let (Some(rows), Some(ticket)) = (&inner.row_cache, row_ticket) {
+                rows.insert(ticket, key, value);
+            }
+        };
         let seqno = inner.read_seqno(options)?;
         let snapshot_view = options.snapshot.and_then(Snapshot::view);
         let current;
@@ -724,13 +746,19 @@ impl Db {
         let floor = view.range_deletion_floor(key, seqno);
         for mem in std::iter::once(&view.mem).chain(&view.imm) {
             match mem.get_above(key, seqno, floor) {
-                Some(MemLookup::Value(v)) => return Ok(Some(PinnedValue::owned(v.to_vec()))),
+                Some(MemLookup::Value(v)) => {
+                    remember(Some(v));
+                    return Ok(Some(PinnedValue::owned(v.to_vec())));
+                }
                 Some(MemLookup::BlobPointer(p)) => {
                     return inner
                         .read_blob(key, p, options.verify_checksums)
                         .map(|v| Some(PinnedValue::owned(v)))
                 }
-                Some(MemLookup::Deleted) => return Ok(None),
+                Some(MemLookup::Deleted) => {
+                    remember(None);
+                    return Ok(None);
+                }
                 None => {}
             }
         }
@@ -747,13 +775,19 @@ impl Db {
             }
         }
         Ok(match found {
-            TableLookup::Value(v) => Some(PinnedValue::in_block(v)),
+            TableLookup::Value(v) => {
+                remember(Some(&v));
+                Some(PinnedValue::in_block(v))
+            }
             TableLookup::BlobPointer(p) => Some(PinnedValue::owned(inner.read_blob(
                 key,
                 &p,
                 options.verify_checksums,
             )?)),
-            TableLookup::Deleted | TableLookup::Absent => None,
+            TableLookup::Deleted | TableLookup::Absent => {
+                remember(None);
+                None
+            }
         })
     }
 

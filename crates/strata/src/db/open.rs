@@ -17,6 +17,7 @@ const BLOB_FILES_OPEN: usize = 64;
 
 use super::background;
 use super::{DbInner, DbState, ReadView};
+use crate::cache::row_cache::RowCache;
 use crate::cache::{BlockCache, TableCache};
 use crate::env::Env;
 use crate::error::{Error, Result};
@@ -130,6 +131,8 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         icmp,
         block_cache,
         table_cache,
+        row_cache: (options.row_cache_capacity > 0 && !read_only)
+            .then(|| RowCache::new(options.row_cache_capacity)),
         blob_cache: Arc::new(BlobCache::new(env.clone(), dir, BLOB_FILES_OPEN)),
         blob_writers: Mutex::new(Default::default()),
         blob_mem_bytes: AtomicU64::new(0),

@@ -3,6 +3,7 @@
 //! copying it when it can.
 
 use std::ops::Deref;
+use std::sync::Arc;
 
 use crate::table::BlockSlice;
 
@@ -20,6 +21,8 @@ pub struct PinnedValue(Pinned);
 enum Pinned {
     Block(BlockSlice),
     Owned(Vec<u8>),
+    /// Shared with the row cache.
+    Shared(Arc<[u8]>),
 }
 
 impl PinnedValue {
@@ -29,6 +32,10 @@ impl PinnedValue {
 
     pub(crate) fn owned(value: Vec<u8>) -> Self {
         PinnedValue(Pinned::Owned(value))
+    }
+
+    pub(crate) fn shared(value: Arc<[u8]>) -> Self {
+        PinnedValue(Pinned::Shared(value))
     }
 
     /// True if the value borrows a table's block (it was not copied).
@@ -41,6 +48,7 @@ impl PinnedValue {
         match self.0 {
             Pinned::Block(slice) => slice.to_vec(),
             Pinned::Owned(value) => value,
+            Pinned::Shared(value) => value.to_vec(),
         }
     }
 }
@@ -52,6 +60,7 @@ impl Deref for PinnedValue {
         match &self.0 {
             Pinned::Block(slice) => slice,
             Pinned::Owned(value) => value,
+            Pinned::Shared(value) => value,
         }
     }
 }

@@ -137,6 +137,42 @@ pub struct BlockCacheStats {
     pub capacity_bytes: u64,
 }
 
+/// The row cache's figures (`Options::row_cache_capacity`), as [`DbStats::row_cache`]
+/// reports them.
+///
+/// # Example
+///
+/// ```
+/// use strata::{Db, Options};
+/// # let dir = tempfile::tempdir().unwrap();
+/// let options = Options { create_if_missing: true, row_cache_capacity: 1 << 20, ..Options::default() };
+/// let db = Db::open(dir.path(), options)?;
+/// db.put("k", "v")?;
+/// for _ in 0..3 {
+///     db.get("k")?; // the second miss caches the answer, the third read is a hit
+/// }
+/// let rows = db.stats().row_cache.expect("the row cache is on");
+/// assert_eq!((rows.hit_count, rows.miss_count, rows.insert_count), (1, 2, 1));
+/// assert!(rows.usage_bytes > 0 && rows.usage_bytes <= rows.capacity_bytes);
+/// db.put("k", "w")?; // makes the cached answer stale
+/// assert_eq!(db.get("k")?.as_deref(), Some(&b"w"[..]));
+/// # Ok::<(), strata::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RowCacheStats {
+    /// Lookups answered from the cache.
+    pub hit_count: u64,
+    /// Lookups that were not (no answer cached, or one a later write made stale).
+    pub miss_count: u64,
+    /// Answers put in the cache (a key's first miss only marks it as seen).
+    pub insert_count: u64,
+    /// Bytes of keys and values the cache holds now, with a per-entry overhead.
+    pub usage_bytes: u64,
+    /// The most bytes it holds.
+    pub capacity_bytes: u64,
+}
+
 /// The table cache's figures (open tables, bounded by `Options::max_open_files`), as
 /// [`DbStats::table_cache`] reports them.
 ///
@@ -253,6 +289,8 @@ pub struct DbStats {
     pub block_cache: BlockCacheStats,
     /// The cache of open tables.
     pub table_cache: TableCacheStats,
+    /// The row cache, when `Options::row_cache_capacity` turned it on.
+    pub row_cache: Option<RowCacheStats>,
     /// The memory the active memtable takes, in bytes.
     pub memtable_bytes: u64,
     /// The memory the memtable being flushed takes, in bytes (0 when there is none).
@@ -265,7 +303,7 @@ pub struct DbStats {
 }
 
 impl DbStats {
-    /// The memory the memtables and the block cache take, in bytes: LevelDB's
+    /// The memory the memtables, the block cache and the row cache take, in bytes: LevelDB's
     /// `leveldb.approximate-memory-usage`.
     ///
     /// # Example
@@ -280,7 +318,10 @@ impl DbStats {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn approximate_memory_usage_bytes(&self) -> u64 {
-        self.block_cache.usage_bytes + self.memtable_bytes + self.immutable_memtable_bytes
+        self.block_cache.usage_bytes
+            + self.row_cache.as_ref().map_or(0, |rows| rows.usage_bytes)
+            + self.memtable_bytes
+            + self.immutable_memtable_bytes
     }
 }
 
@@ -457,6 +498,13 @@ pub(crate) fn collect(inner: &DbInner) -> DbStats {
             miss_count: inner.table_cache.miss_count(),
             open_count: inner.table_cache.open_count() as u64,
         },
+        row_cache: inner.row_cache.as_ref().map(|rows| RowCacheStats {
+            hit_count: rows.hit_count(),
+            miss_count: rows.miss_count(),
+            insert_count: rows.insert_count(),
+            usage_bytes: rows.usage(),
+            capacity_bytes: rows.capacity(),
+        }),
         memtable_bytes: view.mem.approximate_memory_usage() as u64,
         immutable_memtable_bytes: view
             .imm

@@ -23,8 +23,10 @@ use super::recovery::insert_batch;
 use super::stats::Stall;
 use super::{DbInner, DbState, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use crate::batch::{WriteBatch, BATCH_HEADER_LEN};
+use crate::cache::row_cache::RowCache;
 use crate::error::{Error, Result};
 use crate::filename;
+use crate::key::ValueKind;
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
@@ -275,13 +277,16 @@ fn lead_group(
         let _poison = PoisonOnUnwind::leading(inner, "in a write", members);
         append_to_log(inner, group, sync).and_then(|()| insert_batch(&mem, group))
     };
-    drop(own);
 
     let mut state = inner.lock_state();
     match &result {
         Ok(()) => {
             state.versions.last_sequence = last_seqno;
             inner.visible_seqno.store(last_seqno, Ordering::Release);
+            if let Some(rows) = &inner.row_cache {
+                // Visible now, acknowledged only below (an atomic add per key).
+                invalidate_rows(rows, group);
+            }
         }
         Err(e) => {
             info!(
@@ -293,7 +298,19 @@ fn lead_group(
     }
     debug_assert!(Arc::ptr_eq(&state.writers[0], leader));
     leave_front(&mut state, members, Some(&result));
+    drop(state);
+    drop(own);
     result
+}
+
+/// Forgets from the row cache every key `group` wrote; a range deletion forgets everything.
+fn invalidate_rows(rows: &RowCache, group: &WriteBatch) {
+    for op in group.iter() {
+        match op.kind {
+            ValueKind::RangeDeletion => return rows.invalidate_all(),
+            _ => rows.invalidate(op.key),
+        }
+    }
 }
 
 /// Appends the group to the log, syncing it if asked.

@@ -158,3 +158,84 @@ fn concurrent_writers_readers_snapshots_iterators_and_compactions_stay_consisten
         .count() as u64;
     assert_eq!(logs, total);
 }
+
+/// With a row cache: every write is seen by the writer's next read of it (read-your-writes),
+/// and no reader ever sees a key go back to an older value, while readers keep filling the
+/// cache with the keys the writer overwrites and a thread forces compactions. Fails if a
+/// write acknowledged before a read can leave a stale cached answer behind.
+#[test]
+fn row_cache_answers_follow_every_acknowledged_write() {
+    const KEYS: u64 = 16;
+    const WRITES: u64 = 20_000;
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        create_if_missing: true,
+        write_buffer_size: 64 << 10,
+        row_cache_capacity: 1 << 20,
+        ..Options::default()
+    };
+    let db = Arc::new(Db::open(dir.path(), options).unwrap());
+    let key = |k: u64| format!("key{k:02}").into_bytes();
+    let decode = |v: &[u8]| u64::from_be_bytes(v[..8].try_into().unwrap());
+    for k in 0..KEYS {
+        db.put(key(k), 0u64.to_be_bytes()).unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut readers = Vec::new();
+    for r in 0..2 {
+        let (db, stop) = (db.clone(), stop.clone());
+        readers.push(std::thread::spawn(move || {
+            let mut last = [0u64; KEYS as usize];
+            let mut reads = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for k in 0..KEYS {
+                    let v = decode(&db.get(key(k)).unwrap().expect("a written key"));
+                    assert!(
+                        v >= last[k as usize],
+                        "reader {r}: key {k} went back from {} to {v}",
+                        last[k as usize]
+                    );
+                    last[k as usize] = v;
+                    reads += 1;
+                }
+            }
+            reads
+        }));
+    }
+    let compactor = {
+        let (db, stop) = (db.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                db.compact_range(None, None).unwrap();
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    for i in 1..=WRITES {
+        let k = i % KEYS;
+        let mut value = i.to_be_bytes().to_vec();
+        value.resize(100, b'x');
+        if i % 7 == 0 {
+            let mut batch = WriteBatch::new();
+            batch.put(key(k), &value);
+            batch.put(key((k + 1) % KEYS), &value);
+            db.write(batch).unwrap();
+        } else {
+            db.put(key(k), &value).unwrap();
+        }
+        let got = decode(&db.get(key(k)).unwrap().unwrap());
+        assert_eq!(
+            got, i,
+            "the writer's read of key {k} right after writing it"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    let reads: u64 = readers.into_iter().map(|h| h.join().unwrap()).sum();
+    compactor.join().unwrap();
+    assert!(reads > 0);
+    let rows = db.stats().row_cache.expect("the row cache is on");
+    assert!(
+        rows.hit_count > 0,
+        "the row cache answered nothing: {rows:?}"
+    );
+}
