@@ -66,8 +66,8 @@ pub struct Flags {
     /// Memtable size in bytes (log-structured engines).
     #[arg(long, default_value_t = 4 << 20)]
     pub write_buffer_size: usize,
-    /// Row cache size in bytes (strata's `Options::row_cache_capacity`); 0, the default, is
-    /// off. Engines without a row cache ignore it.
+    /// Row cache size in bytes (strata's `Options::row_cache_capacity`, RocksDB's
+    /// `row_cache`); 0, the default, is off. Engines without a row cache ignore it.
     #[arg(long, default_value_t = 0)]
     pub row_cache_size: usize,
     /// Bloom filter bits per key; negative means no filter.

@@ -111,6 +111,22 @@ const CONFIGS: &[Config] = &[
         num_divisor: 1,
     },
     Config {
+        id: "row-cache",
+        title: "Row cache",
+        about: "The baseline's random writes, then reads, with a 4 MB row cache in the engines \
+                that have one (strata's Options::row_cache_capacity, RocksDB's row_cache; both \
+                off by default) beside the 4 MB block cache; the others as in the baseline.",
+        benchmarks: "fillrandom,overwrite,readrandom,readhot",
+        extra: &["--row_cache_size=4194304"],
+        baseline: &[
+            ("fillrandom", "fillrandom"),
+            ("overwrite", "overwrite"),
+            ("readrandom", "readrandom"),
+            ("readhot", "readhot"),
+        ],
+        num_divisor: 1,
+    },
+    Config {
         id: "disk-seq",
         title: "Disk usage: sequential fill",
         about: "fillseq alone; the database's size is measured after the engine is closed.",

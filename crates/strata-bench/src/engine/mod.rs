@@ -58,7 +58,7 @@ pub struct EngineConfig {
     /// and value) instead of `get_pinned` and cursor borrows: to measure what zero-copy reads
     /// save. Other engines ignore it.
     pub copying_reads: bool,
-    /// strata's row cache in bytes (0: off). Other engines ignore it.
+    /// The row cache of strata and RocksDB, in bytes (0: off). Other engines ignore it.
     pub row_cache_size: usize,
 }
 

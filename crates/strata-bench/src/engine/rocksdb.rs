@@ -67,6 +67,7 @@ extern "C" {
     fn rocksdb_block_based_options_set_block_cache(t: *mut RawTableOptions, c: *mut RawCache);
     fn rocksdb_block_based_options_set_filter_policy(t: *mut RawTableOptions, p: *mut RawPolicy);
     fn rocksdb_cache_create_lru(capacity: usize) -> *mut RawCache;
+    fn rocksdb_options_set_row_cache(o: *mut RawOptions, c: *mut RawCache);
     fn rocksdb_cache_destroy(c: *mut RawCache);
     fn rocksdb_filterpolicy_create_bloom_full(bits_per_key: f64) -> *mut RawPolicy;
     fn rocksdb_open(o: *const RawOptions, name: *const c_char, err: *mut *mut c_char)
@@ -147,6 +148,8 @@ pub struct RocksDbEngine {
     options: *mut RawOptions,
     table: *mut RawTableOptions,
     cache: *mut RawCache,
+    /// RocksDB's row cache (`--row_cache_size`), or null.
+    row_cache: *mut RawCache,
     read: *mut RawReadOptions,
     write_plain: *mut RawWriteOptions,
     write_sync: *mut RawWriteOptions,
@@ -178,6 +181,13 @@ impl RocksDbEngine {
                 rocksdb_block_based_options_set_filter_policy(table, policy);
             }
             rocksdb_options_set_block_based_table_factory(options, table);
+            let row_cache = if config.row_cache_size > 0 {
+                let row_cache = rocksdb_cache_create_lru(config.row_cache_size);
+                rocksdb_options_set_row_cache(options, row_cache);
+                row_cache
+            } else {
+                std::ptr::null_mut()
+            };
             let read = rocksdb_readoptions_create();
             rocksdb_readoptions_set_verify_checksums(read, u8::from(config.verify_checksums));
             let write_plain = rocksdb_writeoptions_create();
@@ -190,6 +200,7 @@ impl RocksDbEngine {
                 options,
                 table,
                 cache,
+                row_cache,
                 read,
                 write_plain,
                 write_sync,
@@ -250,6 +261,9 @@ impl Drop for RocksDbEngine {
             rocksdb_options_destroy(self.options);
             rocksdb_block_based_options_destroy(self.table);
             rocksdb_cache_destroy(self.cache);
+            if !self.row_cache.is_null() {
+                rocksdb_cache_destroy(self.row_cache);
+            }
         }
     }
 }
