@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! The C API seen from C: programs in `tests/c/` compiled with `cc` against the libstrata_c
-//! this test build produced (in the target directory, beside `deps/`), run, and checked.
+//! this test build produced (in the target directory's `deps/`), run, and checked.
 //!
 //! Needs `cc`, Debian's LevelDB 1.23 (`libleveldb-dev`: its header and `-lleveldb`), and for
 //! the valgrind test `valgrind` (skipped, saying so, when it is not installed).
@@ -17,26 +17,31 @@ fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The directory holding libstrata_c.so and libstrata_c.a of this build: the test executable
-/// lives in `<target>/<profile>/deps/`, the library in `<target>/<profile>/`.
+/// The directory holding the libstrata_c.so and libstrata_c.a of this build. Cargo writes
+/// them beside the test executable, in `<target>/<profile>/deps/`, when it builds the library
+/// for the tests; it copies them up to `<target>/<profile>/` only for `cargo build`, so the
+/// copies there may be older than the code under test and are not used.
 fn lib_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test executable's path");
     let dir = exe
         .parent()
-        .and_then(Path::parent)
-        .expect("the test executable is in <target>/<profile>/deps")
+        .expect("the test executable's directory")
         .to_path_buf();
     assert!(
         dir.join("libstrata_c.so").exists() && dir.join("libstrata_c.a").exists(),
-        "libstrata_c.so/.a not found in {}",
+        "libstrata_c.so/.a not found beside the test executable, in {}",
         dir.display()
     );
     dir
 }
 
 /// Runs `cmd`, failing the test with its output if it does not succeed.
+///
+/// `LD_LIBRARY_PATH` is removed: cargo sets it to directories that hold older copies of
+/// libstrata_c.so (`<target>/<profile>/`), and it would win over the programs' rpath.
 fn run_ok(cmd: &mut Command) -> Output {
     let out = cmd
+        .env_remove("LD_LIBRARY_PATH")
         .output()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(
@@ -75,7 +80,9 @@ fn compile(source: &Path, out: &Path, flags: &[&str], link: Link) {
             cc.arg("-L")
                 .arg(&lib)
                 .arg("-lstrata_c")
-                .arg(format!("-Wl,-rpath,{}", lib.display()));
+                .arg(format!("-Wl,-rpath,{}", lib.display()))
+                // RPATH rather than RUNPATH: searched before LD_LIBRARY_PATH.
+                .arg("-Wl,--disable-new-dtags");
         }
         Link::StrataStatic => {
             cc.arg(lib_dir().join("libstrata_c.a")).args([
