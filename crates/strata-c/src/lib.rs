@@ -1786,6 +1786,22 @@ mod tests {
     }
 
     #[test]
+    fn a_panic_becomes_an_error_string_or_the_fallback() {
+        let mut err: *mut c_char = malloc_string("earlier");
+        // SAFETY: `err` is NULL or a malloc'd string throughout; it is freed below.
+        unsafe {
+            let r: *mut leveldb_t = guard_err(&mut err, ptr::null_mut(), || panic!("boom"));
+            assert!(r.is_null());
+            assert_eq!(
+                CStr::from_ptr(err).to_str().unwrap(),
+                "IO error: strata panicked: boom"
+            );
+            libc::free(err.cast());
+        }
+        assert_eq!(guard(7, || -> i32 { panic!("no unwinding into C") }), 7);
+    }
+
+    #[test]
     fn an_existing_error_string_is_replaced() {
         let mut err: *mut c_char = malloc_string("old");
         // SAFETY: `err` is a malloc'd string; it is freed below.
