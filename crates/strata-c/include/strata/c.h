@@ -115,7 +115,10 @@ void leveldb_compact_range(leveldb_t* db, const char* start_key, size_t start_ke
                            const char* limit_key, size_t limit_key_len);
 
 /* Removes the database in `name`: only its own files, then the directory if it is left empty.
- * A directory that does not exist succeeds; one holding no database is refused. */
+ * A directory that does not exist, or is empty (or holds only a LOCK file), succeeds, and the
+ * directory is removed. A directory holding other files but no database is refused with
+ * "Invalid argument" and left as it is (LevelDB would delete the files in it that have
+ * database file names). */
 void leveldb_destroy_db(const leveldb_options_t* options, const char* name, char** errptr);
 
 /* Rebuilds a database that will not open from the logs and tables that can be read. */

@@ -510,6 +510,25 @@ int main(int argc, char** argv) {
   CHECK(db == NULL && err != NULL);
   leveldb_free(err);
   err = NULL;
+  {
+    /* An empty directory is destroyed (removed); one holding a file of another kind is
+     * refused and kept. */
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && touch '%s/notes.txt'", path_of("other"),
+             path_of("other"));
+    CHECK(system(cmd) == 0);
+    leveldb_destroy_db(options, path_of("other"), &err);
+    CHECK(starts_with(err, "Invalid argument: "));
+    leveldb_free(err);
+    err = NULL;
+    snprintf(cmd, sizeof cmd, "test -f '%s/notes.txt' && rm '%s/notes.txt'", path_of("other"),
+             path_of("other"));
+    CHECK(system(cmd) == 0);
+    leveldb_destroy_db(options, path_of("other"), &err);
+    CHECK_NO_ERROR(err);
+    snprintf(cmd, sizeof cmd, "test ! -e '%s'", path_of("other"));
+    CHECK(system(cmd) == 0);
+  }
   leveldb_repair_db(options, NULL, &err);
   CHECK(starts_with(err, "Invalid argument: "));
   leveldb_free(err);
