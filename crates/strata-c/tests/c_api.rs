@@ -67,7 +67,7 @@ enum Link {
 /// Compiles `source` (with extra `cc` flags) into `out`, linked as `link` says.
 fn compile(source: &Path, out: &Path, flags: &[&str], link: Link) {
     let mut cc = Command::new("cc");
-    cc.args(["-Wall", "-Wextra", "-Werror", "-g", "-O1"])
+    cc.args(["-Wall", "-Wextra", "-Werror", "-g", "-O1", "-pthread"])
         .arg("-I")
         .arg(crate_dir().join("include"))
         .args(flags)

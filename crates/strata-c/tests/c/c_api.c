@@ -11,6 +11,7 @@
 #include "strata/c.h"
 #endif
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +179,42 @@ static uint8_t filter_match(void* arg, const char* key, size_t length, const cha
 static const char* filter_name(void* arg) {
   (void)arg;
   return "strata-test.ExactFilter";
+}
+
+/* ---- several threads on one database ---- */
+
+typedef struct {
+  leveldb_t* db;
+  int id;
+  int failures;
+} worker;
+
+#define WORKER_KEYS 400
+
+static void* work(void* arg) {
+  worker* w = arg;
+  char key[32], val[32], *err = NULL;
+  for (int i = 0; i < WORKER_KEYS; i++) {
+    snprintf(key, sizeof key, "t%d-%05d", w->id, i);
+    snprintf(val, sizeof val, "v%d", i * w->id);
+    leveldb_put(w->db, NULL, key, strlen(key), val, strlen(val), &err);
+    if (err != NULL) {
+      w->failures++;
+      leveldb_free(err);
+      err = NULL;
+    }
+  }
+  for (int i = 0; i < WORKER_KEYS; i++) {
+    snprintf(key, sizeof key, "t%d-%05d", w->id, i);
+    snprintf(val, sizeof val, "v%d", i * w->id);
+    size_t len;
+    char* v = leveldb_get(w->db, NULL, key, strlen(key), &len, &err);
+    if (err != NULL || v == NULL || len != strlen(val) || memcmp(v, val, len) != 0) w->failures++;
+    leveldb_free(v);
+    leveldb_free(err);
+    err = NULL;
+  }
+  return NULL;
 }
 
 int main(int argc, char** argv) {
@@ -648,6 +685,61 @@ int main(int argc, char** argv) {
     leveldb_filterpolicy_destroy(bloom);
   }
   printf("ok bloom\n");
+
+  /* ---- threads: four writers and readers on one database, with a C comparator and a C
+   * filter policy that flushes and compactions call from strata's background thread ---- */
+  {
+    cmp_state cs = {0, 0};
+    filter_state fs = {0, 0, 0, 0};
+    leveldb_comparator_t* cmp = leveldb_comparator_create(&cs, cmp_destroy, cmp_compare, cmp_name);
+    leveldb_filterpolicy_t* policy =
+        leveldb_filterpolicy_create(&fs, filter_destroy, filter_create, filter_match, filter_name);
+    leveldb_options_t* o = leveldb_options_create();
+    leveldb_options_set_create_if_missing(o, 1);
+    leveldb_options_set_comparator(o, cmp);
+    leveldb_options_set_filter_policy(o, policy);
+    leveldb_options_set_write_buffer_size(o, 64 << 10); /* flushes while the threads write */
+    const char* name = path_of("threads");
+    leveldb_t* tdb = leveldb_open(o, name, &err);
+    CHECK_NO_ERROR(err);
+    pthread_t threads[4];
+    worker workers[4];
+    for (int i = 0; i < 4; i++) {
+      workers[i].db = tdb;
+      workers[i].id = i + 1;
+      workers[i].failures = 0;
+      CHECK(pthread_create(&threads[i], NULL, work, &workers[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++) {
+      CHECK(pthread_join(threads[i], NULL) == 0);
+      CHECK(workers[i].failures == 0);
+    }
+    leveldb_compact_range(tdb, NULL, 0, NULL, 0);
+    CHECK(__atomic_load_n(&fs.created, __ATOMIC_RELAXED) > 0);
+    /* Every key, in the comparator's (descending) order. */
+    leveldb_iterator_t* it = leveldb_create_iterator(tdb, NULL);
+    int n = 0;
+    char prev[32] = "";
+    for (leveldb_iter_seek_to_first(it); leveldb_iter_valid(it); leveldb_iter_next(it)) {
+      size_t kl;
+      const char* k = leveldb_iter_key(it, &kl);
+      char cur[32];
+      snprintf(cur, sizeof cur, "%.*s", (int)kl, k);
+      CHECK(n == 0 || strcmp(prev, cur) > 0);
+      memcpy(prev, cur, sizeof cur);
+      n++;
+    }
+    CHECK(n == 4 * WORKER_KEYS);
+    leveldb_iter_destroy(it);
+    leveldb_close(tdb);
+    leveldb_destroy_db(o, name, &err);
+    CHECK_NO_ERROR(err);
+    leveldb_options_destroy(o);
+    leveldb_comparator_destroy(cmp);
+    leveldb_filterpolicy_destroy(policy);
+    CHECK(cs.destroyed == 1 && fs.destroyed == 1);
+  }
+  printf("ok threads\n");
 
   leveldb_options_destroy(options);
   leveldb_readoptions_destroy(ro);
