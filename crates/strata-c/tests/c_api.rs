@@ -166,6 +166,40 @@ fn every_function_of_leveldbs_header_is_exported_and_declared_in_ours() {
     }
 }
 
+/// Our header and Debian's in one translation unit, as C11 and as C++: every function our
+/// header declares must have exactly LevelDB's type, or the compiler reports conflicting
+/// types. (The enumerators are renamed for the second header, which would redeclare them.)
+#[test]
+fn our_header_declares_leveldbs_exact_signatures_in_c_and_cpp() {
+    leveldb_header();
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("both.c");
+    std::fs::write(
+        &source,
+        "#include <leveldb/c.h>\n\
+         #define leveldb_no_compression strata_no_compression\n\
+         #define leveldb_snappy_compression strata_snappy_compression\n\
+         #include \"strata/c.h\"\n\
+         int main(void) { return strata_snappy_compression - leveldb_snappy_compression; }\n",
+    )
+    .unwrap();
+    for (compiler, std) in [("cc", "-std=c11"), ("c++", "-std=c++17")] {
+        let mut cmd = Command::new(compiler);
+        cmd.args([
+            std,
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-fsyntax-only",
+        ]);
+        if compiler == "c++" {
+            cmd.args(["-x", "c++"]);
+        }
+        run_ok(cmd.arg("-I").arg(crate_dir().join("include")).arg(&source));
+    }
+}
+
 /// c_api.c against both headers, with the shared library, and once with the static one.
 #[test]
 fn c_api_program_passes_with_leveldbs_header_and_ours() {

@@ -18,9 +18,14 @@
  *    "Corruption: ", "Invalid argument: ", "Not implemented: ". A NULL errptr discards the error.
  *  - Booleans are uint8_t: 0 is false, anything else true.
  *  - Keys and values are (pointer, length) pairs and may hold any bytes. A NULL pointer is
- *    accepted with length 0. LevelDB requires every pointer argument to be non-NULL; where it
- *    leaves NULL undefined, this library does what each comment below says (most often:
- *    nothing is done, or "Invalid argument" is returned), never undefined behaviour.
+ *    accepted with length 0. A NULL pointer with a non-zero length is refused: "Invalid
+ *    argument" where the function has errptr; otherwise nothing is done (batch put and delete,
+ *    iter_seek) or, in leveldb_approximate_sizes, the range's size is 0.
+ *  - LevelDB requires every pointer argument to be non-NULL; where it leaves NULL undefined,
+ *    this library does what each comment below says, never undefined behaviour: a NULL
+ *    database, batch to write or name is "Invalid argument" where there is errptr; a NULL
+ *    object to destroy or to modify is ignored; NULL options for open, destroy, repair, reads
+ *    and writes mean the defaults; functions returning a pointer return NULL.
  *  - Nothing unwinds into the caller: an internal panic becomes an error string where the
  *    function has errptr, and otherwise the function's stated fallback (NULL, 0, nothing done).
  *  - Everything may be called from several threads, except that one iterator, batch or options
