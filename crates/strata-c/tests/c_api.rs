@@ -144,7 +144,7 @@ fn leveldb_header() -> String {
 }
 
 #[test]
-fn every_function_of_leveldbs_header_is_exported_and_declared_in_ours() {
+fn every_function_of_leveldbs_header_is_exported_declared_in_ours_and_called_by_c_api_c() {
     let theirs = declared_functions(&leveldb_header());
     assert_eq!(
         theirs.len(),
@@ -157,6 +157,14 @@ fn every_function_of_leveldbs_header_is_exported_and_declared_in_ours() {
     assert_eq!(
         ours, theirs,
         "include/strata/c.h declares other functions than LevelDB's"
+    );
+    // c_api.c calls every one of them.
+    let calls =
+        declared_functions(&std::fs::read_to_string(crate_dir().join("tests/c/c_api.c")).unwrap());
+    let uncalled: Vec<_> = theirs.difference(&calls).collect();
+    assert!(
+        uncalled.is_empty(),
+        "tests/c/c_api.c never calls {uncalled:?}"
     );
     let dir = lib_dir();
     for (lib, dynamic) in [("libstrata_c.so", true), ("libstrata_c.a", false)] {
