@@ -339,6 +339,23 @@ fn c_api_program_under_valgrind_has_no_leak_or_invalid_access() {
             .env("TEST_TMPDIR", &scratch),
     );
     assert!(String::from_utf8_lossy(&out.stdout).ends_with("PASS\n"));
+
+    // The program written for LevelDB too: flushes, compactions and bloom filters.
+    let exe = tmp.path().join("for_leveldb");
+    compile(
+        &crate_dir().join("tests/c/for_leveldb.c"),
+        &exe,
+        &[],
+        Link::StrataShared,
+    );
+    let out = run_ok(
+        Command::new("valgrind")
+            .args(VALGRIND)
+            .arg(&exe)
+            .arg("write")
+            .arg(tmp.path().join("for_leveldb.db")),
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("scan: 1334 entries"));
 }
 
 /// The C example of the README, compiled and run as it is printed there.
