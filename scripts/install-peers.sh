@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # Installs the C libraries of the engines strata is compared with and tested against, from
-# Debian's packages. Idempotent; needs root (or sudo).
+# Debian's packages, and valgrind for the C API's leak test. Idempotent; needs root (or sudo).
 set -euo pipefail
 
 packages=(
@@ -13,6 +13,7 @@ packages=(
   libdb-dev
   libwiredtiger-dev
   pkg-config
+  valgrind
 )
 if [ "${1:-}" = "--leveldb-only" ]; then
   packages=(libleveldb-dev libsnappy-dev pkg-config)
