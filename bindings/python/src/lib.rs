@@ -235,12 +235,19 @@ impl PyDb {
 
     /// Closes the database: later operations on it, and on its iterators and snapshots,
     /// raise `RuntimeError`. Closing twice does nothing.
+    ///
+    /// As plyvel's `close` (LevelDB's destructor), it reports no error: the database is
+    /// closed in every case, and an error that had stopped its writes (reported by the
+    /// writes it refused) is not raised again here.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let Some(db) = self.handle.take() else {
             return Ok(());
         };
         blocking(py, move || match Arc::try_unwrap(db) {
-            Ok(db) => Ok(db.close()?),
+            Ok(db) => {
+                let _ = db.close();
+                Ok(())
+            }
             // A call on another thread still holds it: its end closes the database.
             Err(shared) => {
                 drop(shared);
