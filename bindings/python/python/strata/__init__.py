@@ -68,7 +68,8 @@ def repair(path: _Path, **options) -> None:
     _strata.repair_db(path, **options)
 
 
-def _pairs(it, include_key: bool, include_value: bool):
+def _pairs(it):
+    """Yields what iterator `it` yields, and closes it when done or abandoned."""
     with it:
         yield from it
 
@@ -99,25 +100,25 @@ class _Reader:
     ) -> _Iter[Tuple[bytes, bytes]]:
         """``(key, value)`` pairs with ``start <= key < stop`` (either end open when None),
         in key order, or in reverse order."""
-        return _pairs(self._src().iterator(reverse=reverse, start=start, stop=stop), True, True)
+        return _pairs(self._src().iterator(reverse=reverse, start=start, stop=stop))
 
     def keys(
         self, start: Optional[bytes] = None, stop: Optional[bytes] = None, reverse: bool = False
     ) -> _Iter[bytes]:
         """The keys of ``items()``."""
         it = self._src().iterator(reverse=reverse, start=start, stop=stop, include_value=False)
-        return _pairs(it, True, False)
+        return _pairs(it)
 
     def values(
         self, start: Optional[bytes] = None, stop: Optional[bytes] = None, reverse: bool = False
     ) -> _Iter[bytes]:
         """The values of ``items()``."""
         it = self._src().iterator(reverse=reverse, start=start, stop=stop, include_key=False)
-        return _pairs(it, False, True)
+        return _pairs(it)
 
     def prefix(self, prefix: bytes, reverse: bool = False) -> _Iter[Tuple[bytes, bytes]]:
         """``(key, value)`` pairs of the keys that start with ``prefix`` (keys in full)."""
-        return _pairs(self._src().iterator(reverse=reverse, prefix=prefix), True, True)
+        return _pairs(self._src().iterator(reverse=reverse, prefix=prefix))
 
     def __iter__(self) -> _Iter[bytes]:
         return self.keys()
