@@ -11,7 +11,7 @@ use pyo3::types::{PyBytes, PyTuple};
 use strata::{Comparator, Db, DbIterator, ReadOptions};
 
 use crate::errors::{blocking, iterator_closed, new_err, Failure, Kind};
-use crate::{lock, prefixed, Handle};
+use crate::{lock_detached, prefixed, Handle};
 
 /// One end of a range: a key and whether it belongs to the range.
 #[derive(Clone)]
@@ -308,7 +308,7 @@ impl PyIterator {
         if self.handle.get().is_none() {
             return Err(iterator_closed());
         }
-        let mut guard = lock(&self.cursor);
+        let mut guard = lock_detached(py, &self.cursor);
         let cursor = guard.as_mut().ok_or_else(iterator_closed)?;
         let spec = &self.spec;
         let cmp = &*self.handle.cmp;
@@ -346,7 +346,7 @@ impl PyIterator {
     }
 
     fn close_cursor(&self, py: Python<'_>) {
-        let taken = lock(&self.cursor).take();
+        let taken = lock_detached(py, &self.cursor).take();
         py.detach(move || drop(taken));
     }
 }
@@ -369,14 +369,14 @@ impl PyIterator {
 
     /// Moves before the first entry of the range: `next()` of a forward iterator then
     /// returns it.
-    fn seek_to_start(&self) -> PyResult<()> {
-        self.set_pos(Pos::BeforeStart)
+    fn seek_to_start(&self, py: Python<'_>) -> PyResult<()> {
+        self.set_pos(py, Pos::BeforeStart)
     }
 
     /// Moves after the last entry of the range: `next()` of a reverse iterator then returns
     /// it.
-    fn seek_to_stop(&self) -> PyResult<()> {
-        self.set_pos(Pos::AfterStop)
+    fn seek_to_stop(&self, py: Python<'_>) -> PyResult<()> {
+        self.set_pos(py, Pos::AfterStop)
     }
 
     /// Moves just before the first entry at or after `target` (within the range).
@@ -384,7 +384,7 @@ impl PyIterator {
         if self.handle.get().is_none() {
             return Err(iterator_closed());
         }
-        let mut guard = lock(&self.cursor);
+        let mut guard = lock_detached(py, &self.cursor);
         let cursor = guard.as_mut().ok_or_else(iterator_closed)?;
         let target = prefixed(&self.key_prefix(), target);
         let spec = &self.spec;
@@ -415,11 +415,11 @@ impl PyIterator {
 }
 
 impl PyIterator {
-    fn set_pos(&self, pos: Pos) -> PyResult<()> {
+    fn set_pos(&self, py: Python<'_>, pos: Pos) -> PyResult<()> {
         if self.handle.get().is_none() {
             return Err(iterator_closed());
         }
-        let mut guard = lock(&self.cursor);
+        let mut guard = lock_detached(py, &self.cursor);
         guard.as_mut().ok_or_else(iterator_closed)?.pos = pos;
         Ok(())
     }
@@ -468,7 +468,7 @@ impl PyRawIterator {
         if self.handle.get().is_none() {
             return Err(iterator_closed());
         }
-        let mut guard = lock(&self.cursor);
+        let mut guard = lock_detached(py, &self.cursor);
         let it = guard.as_mut().ok_or_else(iterator_closed)?;
         if need_valid && !it.valid() {
             return Err(new_err(py, Kind::IteratorInvalid, String::new()));
@@ -485,7 +485,7 @@ impl PyRawIterator {
         if self.handle.get().is_none() {
             return Err(iterator_closed());
         }
-        let mut guard = lock(&self.cursor);
+        let mut guard = lock_detached(py, &self.cursor);
         let it = guard.as_mut().ok_or_else(iterator_closed)?;
         if !it.valid() {
             return Err(new_err(py, Kind::IteratorInvalid, String::new()));
@@ -510,11 +510,11 @@ impl PyRawIterator {
 #[pymethods]
 impl PyRawIterator {
     /// True if the cursor is on an entry.
-    fn valid(&self) -> PyResult<bool> {
+    fn valid(&self, py: Python<'_>) -> PyResult<bool> {
         if self.handle.get().is_none() {
             return Err(iterator_closed());
         }
-        let guard = lock(&self.cursor);
+        let guard = lock_detached(py, &self.cursor);
         Ok(guard.as_ref().ok_or_else(iterator_closed)?.valid())
     }
 
@@ -552,7 +552,7 @@ impl PyRawIterator {
 
     /// Closes the iterator; later calls raise `RuntimeError`.
     fn close(&self, py: Python<'_>) {
-        let taken = lock(&self.cursor).take();
+        let taken = lock_detached(py, &self.cursor).take();
         py.detach(move || drop(taken));
     }
 

@@ -63,6 +63,14 @@ impl Drop for Handle {
     }
 }
 
+/// Locks a mutex held across GIL releases (a cursor's): waits for it with the GIL released,
+/// so that a thread holding it can take the GIL back to finish. Poisoning is ignored as in
+/// [`lock`].
+pub(crate) fn lock_detached<'a, T>(py: Python<'_>, m: &'a Mutex<T>) -> MutexGuard<'a, T> {
+    use pyo3::sync::MutexExt;
+    m.lock_py_attached(py).unwrap_or_else(|e| e.into_inner())
+}
+
 /// Locks a mutex, ignoring poisoning: the data behind every mutex here stays consistent
 /// whatever panicked (panics are caught around calls into strata, which hold no guard).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -94,3 +94,34 @@ def test_snapshots_in_threads(tmp_path):
         for t in threads:
             t.join()
         assert not failures, failures[:3]
+
+
+def test_threads_sharing_one_iterator(tmp_path):
+    """Threads that share one iterator take its entries each once, and do not deadlock (a
+    cursor's lock is waited for with the GIL released)."""
+    db = plyvel.DB(str(tmp_path / "db"), create_if_missing=True)
+    n = 20000
+    with db.write_batch() as wb:
+        for i in range(n):
+            wb.put(b"%08d" % i, b"v")
+    db.compact_range()
+    it = db.iterator(include_value=False)
+    raw = db.raw_iterator()
+    raw.seek_to_first()
+    taken = [[] for _ in range(4)]
+
+    def worker(t):
+        for key in it:
+            taken[t].append(key)
+            if raw.valid():  # the raw iterator is shared too
+                raw.key()
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+        assert not t.is_alive()
+    keys = sorted(k for part in taken for k in part)
+    assert keys == [b"%08d" % i for i in range(n)]
+    db.close()
