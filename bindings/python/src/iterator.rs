@@ -351,6 +351,20 @@ impl PyIterator {
     }
 }
 
+impl Drop for PyIterator {
+    /// A cursor's drop may delete files its view kept alive: done without the GIL.
+    fn drop(&mut self) {
+        let cursor = self
+            .cursor
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(cursor) = cursor {
+            Python::attach(|py| py.detach(move || drop(cursor)));
+        }
+    }
+}
+
 #[pymethods]
 impl PyIterator {
     fn __iter__(slf: Py<Self>) -> Py<Self> {
@@ -504,6 +518,20 @@ impl PyRawIterator {
             (true, false) => k(),
             _ => v()?,
         })
+    }
+}
+
+impl Drop for PyRawIterator {
+    /// As `PyIterator`'s: the cursor goes without the GIL.
+    fn drop(&mut self) {
+        let cursor = self
+            .cursor
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(cursor) = cursor {
+            Python::attach(|py| py.detach(move || drop(cursor)));
+        }
     }
 }
 
