@@ -451,6 +451,30 @@ impl PyDb {
         blocking(py, move || Ok(db.checkpoint(&path)?))
     }
 
+    /// Iterates over every `(key, value)`, as `iterator()`.
+    fn __iter__(&self, py: Python<'_>) -> PyResult<PyIterator> {
+        self.iterator(
+            py, false, None, None, true, false, None, true, true, false, true, None,
+        )
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Closes the database.
+    #[pyo3(signature = (_exc_type=None, _exc_value=None, _traceback=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _exc_type: Option<Bound<'_, PyAny>>,
+        _exc_value: Option<Bound<'_, PyAny>>,
+        _traceback: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
             "<strata.plyvel.DB with name {} at {:p}>",
@@ -682,6 +706,13 @@ impl PySnapshot {
             db,
             Some(snapshot),
             read_options(verify_checksums, fill_cache),
+        )
+    }
+
+    /// Iterates over every `(key, value)` of the snapshot, as `iterator()`.
+    fn __iter__(&self, py: Python<'_>) -> PyResult<PyIterator> {
+        self.iterator(
+            py, false, None, None, true, false, None, true, true, false, true,
         )
     }
 

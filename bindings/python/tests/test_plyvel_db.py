@@ -330,3 +330,18 @@ def test_comparator(pv, tmp_path):
     db = pv.DB(path, comparator=_reverse, comparator_name=b"test.Reverse")
     assert next(db.iterator(include_value=False)) == b"c"
     db.close()
+
+
+def test_iteration_protocols_and_context_manager(pv, tmp_path):
+    path = str(tmp_path / "db")
+    with pv.DB(path, create_if_missing=True) as db:
+        db.put(b"a", b"1")
+        db.put(b"p-b", b"2")
+        assert list(db) == [(b"a", b"1"), (b"p-b", b"2")]
+        assert list(db.prefixed_db(b"p-")) == [(b"b", b"2")]
+        with db.snapshot() as snap:
+            db.put(b"c", b"3")
+            assert list(snap) == [(b"a", b"1"), (b"p-b", b"2")]
+    assert db.closed
+    with pytest.raises(RuntimeError):
+        db.get(b"a")

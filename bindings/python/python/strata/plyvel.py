@@ -116,5 +116,8 @@ class PrefixedDB:
         _check_bytes("prefix", prefix)
         return PrefixedDB(self._db, self._prefix + prefix)
 
+    def __iter__(self) -> "_strata.Iterator":
+        return self.iterator()
+
     def __repr__(self) -> str:
         return f"<strata.plyvel.PrefixedDB with prefix {self._prefix!r} at {id(self):#x}>"
