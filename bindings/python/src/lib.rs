@@ -264,6 +264,7 @@ impl PyDb {
         })
     }
 
+    /// The value of `key`, or `default` if it is absent.
     #[pyo3(signature = (key, default=None, verify_checksums=false, fill_cache=true))]
     fn get(
         &self,
@@ -277,6 +278,7 @@ impl PyDb {
         get_value(py, db, None, key, default, verify_checksums, fill_cache)
     }
 
+    /// Sets `key` to `value`; with `sync`, durable against a power loss when it returns.
     #[pyo3(signature = (key, value, sync=false))]
     fn put(&self, py: Python<'_>, key: &[u8], value: &[u8], sync: bool) -> PyResult<()> {
         let db = self.handle.get().ok_or_else(db_closed)?;
@@ -285,12 +287,15 @@ impl PyDb {
         })
     }
 
+    /// Removes `key` (nothing happens if it is absent).
     #[pyo3(signature = (key, sync=false))]
     fn delete(&self, py: Python<'_>, key: &[u8], sync: bool) -> PyResult<()> {
         let db = self.handle.get().ok_or_else(db_closed)?;
         blocking(py, move || Ok(db.delete_opt(key, &WriteOptions { sync })?))
     }
 
+    /// A batch of puts and deletes written atomically by `write()` or at the end of its
+    /// `with` block (not at all, with `transaction`, if the block raises).
     #[pyo3(signature = (transaction=false, sync=false, *, _key_prefix=None))]
     fn write_batch(
         &self,
@@ -310,6 +315,7 @@ impl PyDb {
         })
     }
 
+    /// An iterator over a range of the database (all of it by default), as plyvel's.
     #[pyo3(signature = (reverse=false, start=None, stop=None, include_start=true,
         include_stop=false, prefix=None, include_key=true, include_value=true,
         verify_checksums=false, fill_cache=true, *, _key_prefix=None))]
@@ -351,6 +357,7 @@ impl PyDb {
         )
     }
 
+    /// LevelDB's cursor, unpositioned.
     #[pyo3(signature = (verify_checksums=false, fill_cache=true))]
     fn raw_iterator(
         &self,
@@ -368,6 +375,7 @@ impl PyDb {
         )
     }
 
+    /// A consistent read-only view of the database as it is now.
     #[pyo3(signature = (*, _key_prefix=None))]
     fn snapshot(&self, _key_prefix: Option<&[u8]>) -> PyResult<PySnapshot> {
         let db = self
@@ -388,11 +396,13 @@ impl PyDb {
         Ok(class.call1((slf, prefix))?.unbind())
     }
 
+    /// The approximate bytes on disk of the keys in `[start, stop)`.
     fn approximate_size(&self, py: Python<'_>, start: &[u8], stop: &[u8]) -> PyResult<u64> {
         let db = self.handle.get().ok_or_else(db_closed)?;
         blocking(py, move || Ok(db.approximate_sizes(&[(start, stop)])[0]))
     }
 
+    /// `approximate_size` of each `(start, stop)` range.
     #[pyo3(signature = (*ranges))]
     fn approximate_sizes(
         &self,
@@ -409,6 +419,7 @@ impl PyDb {
         })
     }
 
+    /// Compacts the tables holding keys in `[start, stop]` (everything by default).
     #[pyo3(signature = (start=None, stop=None))]
     fn compact_range(
         &self,
@@ -803,7 +814,8 @@ fn destroy_db(py: Python<'_>, name: PathBuf) -> PyResult<()> {
     })
 }
 
-/// Raises the error strata gives for an invalid argument; used by tests of the error mapping.
+/// The exception classes of an I/O error, a corruption and an invalid argument, for the
+/// tests of the error mapping.
 #[pyfunction]
 fn _error_kinds(py: Python<'_>) -> PyResult<Bound<'_, PyTuple>> {
     let io = std::io::Error::other("test");
