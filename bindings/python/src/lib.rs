@@ -8,8 +8,9 @@
 //! Two rules hold for every method:
 //! - every call into strata that may do I/O, wait, or call a Python comparator runs with the
 //!   GIL released and with panics caught ([`errors::blocking`]);
-//! - a value crosses into Python with one copy: from the table block it lives in (or the
-//!   memtable entry) straight into a new `bytes`.
+//! - a value read from a table crosses into Python with one copy, from the block it lives in
+//!   straight into a new `bytes` (`get_pinned`, and forward cursors' slices); a memtable hit
+//!   and a reverse cursor copy twice, as strata hands those out in buffers of its own.
 //!
 //! Ownership: a Python `DB` owns an `Arc<Handle>`; its iterators, snapshots and write batches
 //! hold clones of it, so that closing the `DB` is seen by all of them (they then raise
