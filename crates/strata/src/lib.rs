@@ -31,7 +31,9 @@
 //!    file-system call; one acknowledged without `sync` survives a process kill;
 //! 2. after a crash the database holds exactly a prefix of the acknowledged writes, with every
 //!    synced one: no holes;
-//! 3. a [`WriteBatch`] is applied whole or not at all, including one `write` refuses;
+//! 3. a [`WriteBatch`] is applied whole or not at all; one `write` refuses never is, and one
+//!    whose `write` failed after logging it (a failed sync, a panicking comparator) may be
+//!    there, whole, after a reopen;
 //! 4. every block read is checksum-verified by default; damage is an [`Error::Corruption`]
 //!    naming the file and offset, never a wrong value;
 //! 5. only a tail torn by a crash (a log or MANIFEST whose last write was cut short) is
