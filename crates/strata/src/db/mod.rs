@@ -748,7 +748,10 @@ impl Db {
             match mem.get_above(key, seqno, floor) {
                 Some(MemLookup::Value(v)) => {
                     remember(Some(v));
-                    return Ok(Some(PinnedValue::owned(v.to_vec())));
+                    #[allow(unsafe_code)]
+                    // SAFETY: `v` was found in `mem`, as `in_memtable` requires.
+                    let pinned = unsafe { PinnedValue::in_memtable(mem, v) };
+                    return Ok(Some(pinned));
                 }
                 Some(MemLookup::BlobPointer(p)) => {
                     return inner

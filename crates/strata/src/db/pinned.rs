@@ -1,10 +1,18 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! [`PinnedValue`]: a value [`Db::get_pinned`](super::Db::get_pinned) hands out without
 //! copying it when it can.
+//!
+//! The one unsafe part: a value found in a memtable is a pointer into the memtable's arena,
+//! kept valid by the `Arc<MemTable>` beside it (the arena frees its blocks only when the
+//! memtable drops, and never moves or rewrites bytes once a write published them).
+
+#![allow(unsafe_code)]
 
 use std::ops::Deref;
+use std::ptr::NonNull;
 use std::sync::Arc;
 
+use crate::memtable::MemTable;
 use crate::table::BlockSlice;
 
 /// A value read by [`Db::get_pinned`](super::Db::get_pinned). It dereferences to the value's
@@ -13,21 +21,60 @@ use crate::table::BlockSlice;
 /// A value found in a table is not copied: it borrows the data block that holds it, which
 /// stays in memory while the `PinnedValue` lives, even once the block cache has dropped it
 /// (holding many pinned values holds their blocks, about 4 KiB each). A value found in a
-/// memtable or a blob file is a copy the `PinnedValue` owns.
-#[derive(Clone, PartialEq, Eq)]
+/// memtable is not copied either: it holds the memtable (up to `Options::write_buffer_size`)
+/// in memory while it lives. A value found in a blob file is a copy the `PinnedValue` owns.
+/// Two pinned values are equal when their bytes are.
+#[derive(Clone)]
 pub struct PinnedValue(Pinned);
 
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 enum Pinned {
     Block(BlockSlice),
+    Memtable(MemtableSlice),
     Owned(Vec<u8>),
     /// Shared with the row cache.
     Shared(Arc<[u8]>),
 }
 
+/// A value in a memtable's arena. Invariant: `start..start + len` lies in the arena of
+/// `_table`, whose bytes there never change while `_table` lives.
+#[derive(Clone)]
+struct MemtableSlice {
+    _table: Arc<MemTable>,
+    start: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the slice is immutable bytes owned by the memtable it holds (`MemTable` is Send and
+// Sync); the pointer ties it to no thread.
+unsafe impl Send for MemtableSlice {}
+// SAFETY: as above: shared references only read immutable bytes.
+unsafe impl Sync for MemtableSlice {}
+
+impl MemtableSlice {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the type's invariant: the range lies in `_table`'s arena, which stays
+        // allocated and unchanged while `self` holds `_table`.
+        unsafe { std::slice::from_raw_parts(self.start.as_ptr(), self.len) }
+    }
+}
+
 impl PinnedValue {
     pub(crate) fn in_block(slice: BlockSlice) -> Self {
         PinnedValue(Pinned::Block(slice))
+    }
+
+    /// A value found in `table`.
+    ///
+    /// # Safety
+    ///
+    /// `value` borrows from `table`'s arena (it was returned by a lookup in `table`).
+    pub(crate) unsafe fn in_memtable(table: &Arc<MemTable>, value: &[u8]) -> Self {
+        PinnedValue(Pinned::Memtable(MemtableSlice {
+            _table: table.clone(),
+            start: NonNull::from(value).cast(),
+            len: value.len(),
+        }))
     }
 
     pub(crate) fn owned(value: Vec<u8>) -> Self {
@@ -47,6 +94,7 @@ impl PinnedValue {
     pub fn into_vec(self) -> Vec<u8> {
         match self.0 {
             Pinned::Block(slice) => slice.to_vec(),
+            Pinned::Memtable(slice) => slice.bytes().to_vec(),
             Pinned::Owned(value) => value,
             Pinned::Shared(value) => value.to_vec(),
         }
@@ -59,6 +107,7 @@ impl Deref for PinnedValue {
     fn deref(&self) -> &[u8] {
         match &self.0 {
             Pinned::Block(slice) => slice,
+            Pinned::Memtable(slice) => slice.bytes(),
             Pinned::Owned(value) => value,
             Pinned::Shared(value) => value,
         }
@@ -70,6 +119,14 @@ impl AsRef<[u8]> for PinnedValue {
         self
     }
 }
+
+impl PartialEq for PinnedValue {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for PinnedValue {}
 
 impl PartialEq<[u8]> for PinnedValue {
     fn eq(&self, other: &[u8]) -> bool {

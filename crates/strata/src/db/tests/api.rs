@@ -310,9 +310,10 @@ fn a_ranges_back_end_started_late_sees_the_same_state_as_its_front() {
     assert!(rest.iter().all(|(_, v)| v == b"old"));
 }
 
-/// `get_pinned` answers as `get` does, from the memtable (a copy), a table (the value borrows
-/// its block) and a blob file (a copy); a pinned value stays right after the block cache has
-/// dropped its block and the table has been compacted away.
+/// `get_pinned` answers as `get` does, from the memtable (the value borrows the memtable), a
+/// table (the value borrows its block) and a blob file (a copy); a pinned value stays right
+/// after the block cache has dropped its block, the table has been compacted away, the
+/// memtable has been flushed, and the database has been closed.
 #[test]
 fn get_pinned_borrows_table_blocks_and_matches_get() {
     let env = MemEnv::new();
@@ -333,7 +334,7 @@ fn get_pinned_borrows_table_blocks_and_matches_get() {
     db.put_opt(b"big", [9u8; 5000], &w()).unwrap();
     db.delete_opt(b"k00007", &w()).unwrap();
 
-    // In the memtable: a copy.
+    // In the memtable: the value borrows it.
     let in_mem = db.get_pinned_opt(b"k01999", &r()).unwrap().unwrap();
     assert_eq!(&*in_mem, &value(1999)[..]);
     assert!(!in_mem.is_pinned_in_block());
@@ -373,6 +374,14 @@ fn get_pinned_borrows_table_blocks_and_matches_get() {
         db.get_opt(b"k00042", &r()).unwrap().as_deref(),
         Some(&b"new"[..])
     );
+    // The memtable the first value came from was flushed and dropped by the database long
+    // ago, and the database is closed now: the value still reads the same.
+    assert!(db.stats().memtable_bytes > 0);
+    let clone = in_mem.clone();
+    drop(db);
+    assert_eq!(&*in_mem, &value(1999)[..]);
+    assert_eq!(clone, in_mem);
+    assert_eq!(clone.into_vec(), value(1999));
 }
 
 /// Every call takes every byte-like key type, and `range` every form of Rust range: this test
