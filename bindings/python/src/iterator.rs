@@ -305,7 +305,7 @@ impl PyIterator {
     /// One step, `forward` in key order or not; the entry as plyvel yields it, or
     /// StopIteration.
     fn step(&self, py: Python<'_>, forward: bool) -> PyResult<Py<PyAny>> {
-        if self.handle.get().is_none() {
+        if !self.handle.is_open() {
             return Err(iterator_closed());
         }
         let mut guard = lock_detached(py, &self.cursor);
@@ -329,7 +329,9 @@ impl PyIterator {
             return Err(PyStopIteration::new_err(()));
         }
         let it = &cursor.it;
-        let key = || PyBytes::new(py, &it.key()[spec.strip..]);
+        // A key shorter than the prefix can lie in a prefixed view's range only under a
+        // comparator that is not bytewise; it is yielded whole rather than cut.
+        let key = || PyBytes::new(py, it.key().get(spec.strip..).unwrap_or(it.key()));
         let value = || -> PyResult<Bound<'_, PyBytes>> {
             let v = it.try_value().map_err(|e| crate::errors::to_py(py, e))?;
             Ok(PyBytes::new(py, v))
@@ -395,7 +397,7 @@ impl PyIterator {
 
     /// Moves just before the first entry at or after `target` (within the range).
     fn seek(&self, py: Python<'_>, target: &[u8]) -> PyResult<()> {
-        if self.handle.get().is_none() {
+        if !self.handle.is_open() {
             return Err(iterator_closed());
         }
         let mut guard = lock_detached(py, &self.cursor);
@@ -430,7 +432,7 @@ impl PyIterator {
 
 impl PyIterator {
     fn set_pos(&self, py: Python<'_>, pos: Pos) -> PyResult<()> {
-        if self.handle.get().is_none() {
+        if !self.handle.is_open() {
             return Err(iterator_closed());
         }
         let mut guard = lock_detached(py, &self.cursor);
@@ -479,7 +481,7 @@ impl PyRawIterator {
         need_valid: bool,
         f: impl FnOnce(&mut DbIterator) -> T + Send,
     ) -> PyResult<T> {
-        if self.handle.get().is_none() {
+        if !self.handle.is_open() {
             return Err(iterator_closed());
         }
         let mut guard = lock_detached(py, &self.cursor);
@@ -496,7 +498,7 @@ impl PyRawIterator {
     }
 
     fn read<'py>(&self, py: Python<'py>, key: bool, value: bool) -> PyResult<Bound<'py, PyAny>> {
-        if self.handle.get().is_none() {
+        if !self.handle.is_open() {
             return Err(iterator_closed());
         }
         let mut guard = lock_detached(py, &self.cursor);
@@ -539,7 +541,7 @@ impl Drop for PyRawIterator {
 impl PyRawIterator {
     /// True if the cursor is on an entry.
     fn valid(&self, py: Python<'_>) -> PyResult<bool> {
-        if self.handle.get().is_none() {
+        if !self.handle.is_open() {
             return Err(iterator_closed());
         }
         let guard = lock_detached(py, &self.cursor);

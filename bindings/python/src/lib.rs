@@ -44,9 +44,17 @@ pub(crate) struct Handle {
 }
 
 impl Handle {
-    /// The open database, or `None` once closed.
+    /// The open database, or `None` once closed. The clone must be dropped with the GIL
+    /// released (moved into [`blocking`], or dropped after a `py.detach`): it may be the last
+    /// reference, if `close()` ran meanwhile, and closing waits for the background thread,
+    /// which may be waiting for the GIL in a Python comparator.
     pub(crate) fn get(&self) -> Option<Arc<Db>> {
         self.db.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Whether the database is still open, without taking a reference to it.
+    pub(crate) fn is_open(&self) -> bool {
+        self.db.read().unwrap_or_else(|e| e.into_inner()).is_some()
     }
 
     fn take(&self) -> Option<Arc<Db>> {
@@ -202,7 +210,14 @@ impl PyDb {
         comparator: Option<Py<PyAny>>,
         comparator_name: Option<&[u8]>,
     ) -> PyResult<Self> {
-        let path: PathBuf = name.extract()?;
+        // plyvel takes a `str` or `bytes` name (and path-like objects).
+        let path: PathBuf = match name.cast::<PyBytes>() {
+            Ok(bytes) => {
+                use std::os::unix::ffi::OsStrExt;
+                std::ffi::OsStr::from_bytes(bytes.as_bytes()).into()
+            }
+            Err(_) => name.extract()?,
+        };
         let options = build_options(
             py,
             create_if_missing,
@@ -239,11 +254,13 @@ impl PyDb {
     /// True once `close()` was called.
     #[getter]
     fn closed(&self) -> bool {
-        self.handle.get().is_none()
+        !self.handle.is_open()
     }
 
     /// Closes the database: later operations on it, and on its iterators and snapshots,
-    /// raise `RuntimeError`. Closing twice does nothing.
+    /// raise `RuntimeError`. Closing twice does nothing. If another thread is inside a call
+    /// on the database, the database closes when that call returns (without syncing the log
+    /// first: unsynced writes are in the operating system's hands, as after any close).
     ///
     /// As plyvel's `close` (LevelDB's destructor), it reports no error: the database is
     /// closed in every case, and an error that had stopped its writes (reported by the
@@ -304,7 +321,7 @@ impl PyDb {
         sync: bool,
         _key_prefix: Option<&[u8]>,
     ) -> PyResult<PyWriteBatch> {
-        if self.handle.get().is_none() {
+        if !self.handle.is_open() {
             return Err(db_closed());
         }
         Ok(PyWriteBatch {
@@ -378,14 +395,17 @@ impl PyDb {
 
     /// A consistent read-only view of the database as it is now.
     #[pyo3(signature = (*, _key_prefix=None))]
-    fn snapshot(&self, _key_prefix: Option<&[u8]>) -> PyResult<PySnapshot> {
+    fn snapshot(&self, py: Python<'_>, _key_prefix: Option<&[u8]>) -> PyResult<PySnapshot> {
         let db = self
             .handle
             .get()
             .ok_or_else(|| PyRuntimeError::new_err("Cannot operate on closed LevelDB database"))?;
+        // `Db::snapshot` takes the state mutex, which the background thread holds while it
+        // compares keys (a Python comparator then waits for the GIL): never with the GIL held.
+        let snapshot = blocking(py, move || Ok(db.snapshot()))?;
         Ok(PySnapshot {
             handle: self.handle.clone(),
-            snapshot: Mutex::new(Some(Arc::new(db.snapshot()))),
+            snapshot: Mutex::new(Some(Arc::new(snapshot))),
             key_prefix: _key_prefix.unwrap_or_default().to_vec(),
         })
     }
@@ -439,10 +459,10 @@ impl PyDb {
         py: Python<'py>,
         name: &[u8],
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let db = self.handle.get().ok_or_else(db_closed)?;
         let Ok(name) = std::str::from_utf8(name) else {
             return Ok(None);
         };
+        let db = self.handle.get().ok_or_else(db_closed)?;
         let value = blocking(py, move || Ok(db.property(name)))?;
         Ok(value.map(|v| PyBytes::new(py, v.as_bytes())))
     }
@@ -545,20 +565,30 @@ impl PyWriteBatch {
 
 #[pymethods]
 impl PyWriteBatch {
-    fn put(&self, key: &[u8], value: &[u8]) {
+    /// Adds a put of `key`; `RuntimeError` once the database is closed, as plyvel's.
+    fn put(&self, key: &[u8], value: &[u8]) -> PyResult<()> {
+        if !self.handle.is_open() {
+            return Err(db_closed());
+        }
         if self.key_prefix.is_empty() {
             lock(&self.batch).put(key, value);
         } else {
             lock(&self.batch).put(self.key(key), value);
         }
+        Ok(())
     }
 
-    fn delete(&self, key: &[u8]) {
+    /// Adds a deletion of `key`; `RuntimeError` once the database is closed, as plyvel's.
+    fn delete(&self, key: &[u8]) -> PyResult<()> {
+        if !self.handle.is_open() {
+            return Err(db_closed());
+        }
         if self.key_prefix.is_empty() {
             lock(&self.batch).delete(key);
         } else {
             lock(&self.batch).delete(self.key(key));
         }
+        Ok(())
     }
 
     /// Removes every operation from the batch.

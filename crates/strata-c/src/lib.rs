@@ -817,15 +817,6 @@ pub unsafe extern "C" fn leveldb_compact_range(
     });
 }
 
-/// True if `dir` is a directory holding nothing, or nothing but a `LOCK` file.
-fn holds_only_a_lock(dir: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    let mut names = entries.map(|e| e.map(|e| e.file_name()));
-    names.all(|name| name.is_ok_and(|n| n == "LOCK"))
-}
-
 /// Deletes the database in `name` and its files (strata's `destroy`: only a database's own
 /// files, then the directory if nothing else is in it). A directory that does not exist, or
 /// holds nothing but a `LOCK` file, is not an error (it is removed, as LevelDB removes it);
@@ -844,16 +835,7 @@ pub unsafe extern "C" fn leveldb_destroy_db(
     unsafe {
         guard_err(errptr, (), || {
             let path = path_arg(name)?;
-            match strata::destroy(path, &options_arg(options)) {
-                Err(Error::NoDatabase { .. }) if holds_only_a_lock(path) => {
-                    // LevelDB removes such a directory (and its LOCK); strata's destroy refuses
-                    // every directory that is not a database, so this case is handled here.
-                    let _ = std::fs::remove_file(path.join("LOCK"));
-                    std::fs::remove_dir(path)
-                        .map_err(|e| format!("IO error: {}: remove directory: {e}", path.display()))
-                }
-                result => result.map_err(|e| status_string(&e)),
-            }
+            strata::destroy(path, &options_arg(options)).map_err(|e| status_string(&e))
         })
     }
 }

@@ -828,7 +828,6 @@ fn write_commands_create_nothing_where_there_is_no_database() {
         vec!["load", db, p(&input)],
         vec!["compact", db],
         vec!["repair", db],
-        vec!["destroy", db],
     ] {
         let err = fails(&args, 1);
         assert!(
@@ -846,6 +845,14 @@ fn write_commands_create_nothing_where_there_is_no_database() {
         ),
         "{err}"
     );
+    // `destroy` of an empty directory removes it, as LevelDB's DestroyDB does; one holding
+    // a file that is not the database's is refused and keeps it.
+    fs::write(empty.join("notes.txt"), "mine").unwrap();
+    let err = fails(&["destroy", db], 1);
+    assert!(err.contains(&format!("{db} is not a database")), "{err}");
+    fs::remove_file(empty.join("notes.txt")).unwrap();
+    ok(&["destroy", db]);
+    assert!(!empty.exists());
 }
 
 #[test]
@@ -859,7 +866,6 @@ fn writing_a_database_another_process_writes_is_refused() {
         vec!["put", db, "k", "v"],
         vec!["compact", db],
         vec!["repair", db],
-        vec!["destroy", db],
     ] {
         let err = fails(&args, 1);
         assert!(

@@ -91,11 +91,13 @@ char* leveldb_get(leveldb_t* db, const leveldb_readoptions_t* options, const cha
                   size_t keylen, size_t* vallen, char** errptr);
 
 /* A new, unpositioned cursor over the database (at the read options' snapshot, if any).
- * Returns NULL only for a NULL db. If the cursor cannot be made (a table that cannot be read),
+ * Returns NULL for a NULL db (and, were there a bug, for a panic caught). If the
+ * cursor cannot be made (a table that cannot be read),
  * it is never valid and leveldb_iter_get_error reports why. */
 leveldb_iterator_t* leveldb_create_iterator(leveldb_t* db, const leveldb_readoptions_t* options);
 
-/* A consistent read view of the database as it is now. NULL only for a NULL db. */
+/* A consistent read view of the database as it is now. NULL for a NULL db (and, were there
+ * a bug, for a panic caught). */
 const leveldb_snapshot_t* leveldb_create_snapshot(leveldb_t* db);
 
 /* Releases the snapshot; read options that point to it must not be used after. */
@@ -168,7 +170,8 @@ void leveldb_writebatch_append(leveldb_writebatch_t* destination,
                                const leveldb_writebatch_t* source);
 
 /* ---- Options ---------------------------------------------------------------------------
- * Defaults are LevelDB's. Every setter maps to the strata option of the same meaning, with
+ * Defaults are LevelDB's, except that read options verify checksums (below). Every setter maps
+ * to the strata option of the same meaning, with
  * these exceptions:
  *  - set_info_log is accepted and has no effect (C cannot make a logger; strata keeps its own
  *    LOG file in the database directory);

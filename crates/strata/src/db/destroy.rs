@@ -18,7 +18,8 @@ use crate::options::Options;
 /// (a torn tail aside), as opening would read it; the comparator it records does not matter.
 /// Anything else, a directory of other files or the remains of a damaged database, is
 /// refused before anything is deleted or created. A directory that does not exist is not an
-/// error: there is nothing to destroy (LevelDB's `DestroyDB` answers the same).
+/// error: there is nothing to destroy; an empty one, or one holding only a `LOCK` file, is
+/// removed (LevelDB's `DestroyDB` answers both the same).
 ///
 /// # Errors
 /// - [`Error::NoDatabase`] if `path` holds no database by the rule above; nothing changed;
@@ -39,6 +40,9 @@ use crate::options::Options;
 /// strata::destroy(&path, &Options::default())?;
 /// assert!(!path.exists());
 /// strata::destroy(&path, &Options::default())?; // nothing left to destroy
+/// std::fs::create_dir(&path)?;
+/// strata::destroy(&path, &Options::default())?; // an empty directory is removed
+/// assert!(!path.exists());
 /// ///
 /// // A directory that is not a database is refused, and keeps its files.
 /// std::fs::write(dir.path().join("000001.log"), b"not a log of mine")?;
@@ -55,8 +59,16 @@ pub fn destroy(path: impl AsRef<Path>, options: &Options) -> Result<()> {
         Err(e) if e.is_not_found() => return Ok(()),
         Err(e) => return Err(e),
     };
-    refuse_unless_database(env, dir, options)?;
     let lock_path = filename::lock_file(dir);
+    if names.iter().all(|name| name == "LOCK") {
+        // Nothing to lose: an empty directory, or one a failed open left with only its lock.
+        // LevelDB's `DestroyDB` removes it too (`destroy_db(mkdtemp())` is a common pattern).
+        let lock = env.lock_file(&lock_path)?;
+        drop(lock);
+        let _ = env.remove_file(&lock_path);
+        return env.remove_dir(dir);
+    }
+    refuse_unless_database(env, dir, options)?;
     let lock = env.lock_file(&lock_path)?;
     let mut own: Vec<(FileKind, String)> = names
         .into_iter()
