@@ -180,7 +180,10 @@ void leveldb_writebatch_append(leveldb_writebatch_t* destination,
  *    are ignored;
  *  - sizes are clamped when the database opens, as LevelDB clamps them (write buffer
  *    64 KiB..1 GiB, block 1 KiB..4 MiB, file 1 MiB..1 GiB, open files 74..50,000); a block
- *    restart interval below 1 makes leveldb_open fail with "Invalid argument".
+ *    restart interval below 1 makes leveldb_open fail with "Invalid argument";
+ *  - a comparator's or filter policy's name must be UTF-8: other bytes are replaced (U+FFFD),
+ *    so such a database would not open in LevelDB with the original name, nor a LevelDB
+ *    database made with such a name in strata.
  * Options keep the comparator, filter policy, cache and env set on them by reference: keep them
  * alive (not destroyed) while a database opened with them is open. NULL for any of them
  * restores the default (bytewise order, no filter, a cache of the database's own, POSIX). */
