@@ -10,8 +10,8 @@
 //! write, once visible and before it is acknowledged, bumps the generation of the stripe of
 //! every key it wrote ([`RowCache::invalidate`]: one hash and one atomic add per key, no lock);
 //! a range deletion bumps them all. A reader takes its key's stripe generation before it loads
-//! the seqno and the view ([`RowCache::begin`]) and tags its answer with it; a hit is served only
-//! if the tag still equals the stripe's generation. An answer computed before a write's
+//! the seqno and the view ([`RowCache::lookup`]) and tags its answer with it; a hit is served only
+//! if its tag equals the stripe's generation loaded before the entry was read. An answer computed before a write's
 //! visibility therefore carries an older tag than the write's bump left, and a reader that
 //! loads a bumped generation (acquire, against the writer's release) also sees the write. A
 //! write to one key makes the cached answers of its stripe's other keys stale too: they are
@@ -101,8 +101,8 @@ impl RowCache {
             ),
             generations: (0..STRIPES).map(|_| AtomicU64::new(0)).collect(),
             hasher: foldhash::fast::FixedState::with_seed(0x5354_5241_5441),
-            // About 16 bits per entry the cache holds.
-            seen: (0..(items / 4).next_power_of_two().max(64))
+            // About 16 bits per entry the cache holds, 8 MiB at most.
+            seen: (0..(items / 4).next_power_of_two().clamp(64, 1 << 20))
                 .map(|_| AtomicU64::new(0))
                 .collect(),
             seen_marks: AtomicU64::new(0),
@@ -137,20 +137,30 @@ impl RowCache {
         &self.generations[(hash as usize) & (STRIPES - 1)]
     }
 
-    /// The cached answer for `key`, if there is one still valid.
-    pub(crate) fn get(&self, key: &[u8]) -> Option<Row> {
-        let (tag, row) = self.cache.get(key)?;
-        if tag == self.generation(self.hash(key)).load(Ordering::Acquire) {
-            Some(row)
-        } else {
+    /// The cached answer for `key` if there is one still valid; otherwise the ticket to pass
+    /// to [`RowCache::insert`]. Call it before loading the seqno and the view a lookup of
+    /// `key` will read. The key is hashed once for both.
+    pub(crate) fn lookup(&self, key: &[u8]) -> Result<Row, RowTicket> {
+        let hash = self.hash(key);
+        let generation = self.generation(hash).load(Ordering::Acquire);
+        if let Some((tag, row)) = self.cache.get(key) {
+            if tag == generation {
+                return Ok(row);
+            }
             self.stale.fetch_add(1, Ordering::Relaxed);
-            None
         }
+        Err(RowTicket { hash, generation })
     }
 
-    /// Call before loading the seqno and the view a lookup of `key` will read; pass the
-    /// ticket to [`RowCache::insert`].
-    pub(crate) fn begin(&self, key: &[u8]) -> RowTicket {
+    /// The valid cached answer for `key`, if any (tests).
+    #[cfg(test)]
+    fn get(&self, key: &[u8]) -> Option<Row> {
+        self.lookup(key).ok()
+    }
+
+    /// A ticket for `key` whether or not an answer is cached (tests).
+    #[cfg(test)]
+    fn begin(&self, key: &[u8]) -> RowTicket {
         let hash = self.hash(key);
         RowTicket {
             hash,

@@ -716,12 +716,10 @@ impl Db {
         // The row cache answers reads of the newest state only. Its ticket is taken before
         // the seqno and the view are loaded (see `cache::row_cache`).
         let row_ticket = match (&inner.row_cache, options.snapshot) {
-            (Some(rows), None) => {
-                if let Some(row) = rows.get(key) {
-                    return Ok(row.map(PinnedValue::shared));
-                }
-                options.fill_cache.then(|| rows.begin(key))
-            }
+            (Some(rows), None) => match rows.lookup(key) {
+                Ok(row) => return Ok(row.map(PinnedValue::shared)),
+                Err(ticket) => options.fill_cache.then_some(ticket),
+            },
             _ => None,
         };
         let remember = |value: Option<&[u8]>| {
