@@ -459,3 +459,31 @@ fn a_malformed_batch_in_a_log_names_the_log_and_the_absolute_offset() {
         other => panic!("expected corruption, got {:?}", other.map(|_| ())),
     }
 }
+
+/// `destroy` removes an empty directory, or one holding only `LOCK` (as LevelDB's
+/// `DestroyDB`), on the real file system; but not while another holder has the lock (a
+/// database being created there), and then it changes nothing.
+#[test]
+fn destroy_removes_an_empty_or_lock_only_directory_unless_it_is_locked() {
+    let root = tempfile::tempdir().unwrap();
+    let env: Arc<dyn Env> = Arc::new(crate::PosixEnv::new());
+    let opts = Options::default().with_env(env.clone());
+
+    let empty = root.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    crate::destroy(&empty, &opts).unwrap();
+    assert!(!empty.exists());
+
+    let lock_only = root.path().join("lock-only");
+    std::fs::create_dir(&lock_only).unwrap();
+    let held = env.lock_file(&lock_only.join("LOCK")).unwrap();
+    let err = crate::destroy(&lock_only, &opts).unwrap_err();
+    assert!(matches!(err, Error::Locked { .. }), "{err}");
+    assert!(
+        lock_only.join("LOCK").exists(),
+        "nothing deleted while locked"
+    );
+    drop(held);
+    crate::destroy(&lock_only, &opts).unwrap();
+    assert!(!lock_only.exists());
+}
