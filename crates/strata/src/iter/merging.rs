@@ -8,6 +8,12 @@
 //! children is small (two memtables, the level-0 tables, one per deeper level), so the smallest
 //! and largest are found by a linear scan.
 //!
+//! A seek puts off positioning the children that can tell, cheaply, that they hold nothing
+//! between the target and where the other children landed (a memtable whose key filter rules
+//! out the target's user key: its skiplist search is the most expensive step of a seek to a
+//! key that lies in a table). Such a child is positioned at the current key before the merge
+//! first moves, which lands it where the seek would have.
+//!
 //! Errors: if any child reports an error, the merge becomes invalid and reports it: a merged
 //! view that silently skipped a damaged source would return wrong answers.
 
@@ -36,6 +42,12 @@ pub(crate) struct MergingIter<C: Comparator> {
     /// until the current child moves past it: a step then compares one key, not every child's.
     runner_up: Option<usize>,
     direction: Direction,
+    /// Children whose seek was put off (bit `i` for `children[i]`; only the first 64 can be):
+    /// each has no entry from the last seek's target up to the current key, so it is not
+    /// positioned until the merge moves ([`InternalIterator::seek_passes`]). Invariant:
+    /// nonzero only after a forward seek whose current entry has not moved, and `current` is
+    /// `Some`.
+    deferred: u64,
 }
 
 impl<C: Comparator> MergingIter<C> {
@@ -44,6 +56,7 @@ impl<C: Comparator> MergingIter<C> {
         self.children.clear();
         self.current = None;
         self.runner_up = None;
+        self.deferred = 0;
     }
 
     pub(crate) fn new(comparator: C, children: Vec<BoxedIter>) -> Self {
@@ -53,6 +66,7 @@ impl<C: Comparator> MergingIter<C> {
             current: None,
             runner_up: None,
             direction: Direction::Forward,
+            deferred: 0,
         }
     }
 
@@ -63,6 +77,9 @@ impl<C: Comparator> MergingIter<C> {
         let mut second: Option<(usize, &[u8])> = None;
         let mut damaged = false;
         for (i, child) in self.children.iter().enumerate() {
+            if is_deferred(self.deferred, i) {
+                continue;
+            }
             if !child.valid() {
                 // Only an invalid cursor can hold an error (the cursor contract, rule 5).
                 damaged |= child.status().is_err();
@@ -107,6 +124,33 @@ impl<C: Comparator> MergingIter<C> {
         self.pick(wanted);
     }
 
+    /// Positions every child whose seek was put off at the current key (where the seek would
+    /// have landed it), and finds the runner-up again among all the children.
+    fn undefer(&mut self) {
+        if self.deferred == 0 {
+            return;
+        }
+        let deferred = std::mem::take(&mut self.deferred);
+        let Some(cur) = self.current else {
+            return;
+        };
+        let (before, rest) = self.children.split_at_mut(cur);
+        let (current, after) = rest.split_first_mut().expect("current is a child");
+        let key = current.key();
+        for (i, c) in before.iter_mut().enumerate() {
+            if is_deferred(deferred, i) {
+                c.seek(key);
+            }
+        }
+        for (i, c) in after.iter_mut().enumerate() {
+            if is_deferred(deferred, cur + 1 + i) {
+                c.seek(key);
+            }
+        }
+        // The current child stays current: every other child is now after its key.
+        self.find_smallest();
+    }
+
     fn find_smallest(&mut self) {
         self.pick(Ordering::Less);
     }
@@ -122,6 +166,7 @@ impl<C: Comparator> InternalIterator for MergingIter<C> {
     }
 
     fn seek_to_first(&mut self) {
+        self.deferred = 0;
         for c in &mut self.children {
             c.seek_to_first();
         }
@@ -130,6 +175,7 @@ impl<C: Comparator> InternalIterator for MergingIter<C> {
     }
 
     fn seek_to_last(&mut self) {
+        self.deferred = 0;
         for c in &mut self.children {
             c.seek_to_last();
         }
@@ -138,11 +184,50 @@ impl<C: Comparator> InternalIterator for MergingIter<C> {
     }
 
     fn seek(&mut self, target: &[u8]) {
-        for c in &mut self.children {
-            c.seek(target);
+        self.deferred = 0;
+        for (i, c) in self.children.iter_mut().enumerate() {
+            if i < 64 && c.may_pass_seeks() {
+                self.deferred |= 1 << i;
+            } else {
+                c.seek(target);
+            }
         }
         self.direction = Direction::Forward;
         self.find_smallest();
+        if self.deferred == 0 {
+            return;
+        }
+        // Each child put off must pass the smallest key the others landed on; the rest seek
+        // now. A child that seeks may become current: its key is smaller, so the children
+        // still put off pass it too.
+        let mut sought = false;
+        for i in 0..self.children.len().min(64) {
+            if !is_deferred(self.deferred, i) {
+                continue;
+            }
+            let passes = match self.current {
+                Some(cur) => self.children[i].seek_passes(target, self.children[cur].key()),
+                None => false,
+            };
+            if !passes {
+                self.children[i].seek(target);
+                self.deferred &= !(1 << i);
+                sought = true;
+            }
+        }
+        if sought {
+            self.find_smallest();
+        }
+        if self.current.is_none() {
+            // Only a damaged child can stop a merge with children put off: they passed a key
+            // another child held. Position them anyway, so that nothing is left unpositioned.
+            for i in 0..self.children.len().min(64) {
+                if is_deferred(self.deferred, i) {
+                    self.children[i].seek(target);
+                }
+            }
+            self.deferred = 0;
+        }
     }
 
     fn next(&mut self) {
@@ -167,6 +252,7 @@ impl<C: Comparator> InternalIterator for MergingIter<C> {
             self.children[cur].next();
             return self.find_smallest();
         }
+        self.undefer();
         self.children[cur].next();
         self.step_pick(Ordering::Less);
     }
@@ -176,7 +262,9 @@ impl<C: Comparator> InternalIterator for MergingIter<C> {
             return;
         };
         if self.direction != Direction::Reverse {
-            // Every other child is after the current key: move each to the last entry before it.
+            // Every other child is after the current key (or put off, with nothing before it
+            // since the seek's target): move each to the last entry before it.
+            self.deferred = 0;
             let key = self.children[cur].key().to_vec();
             for (i, c) in self.children.iter_mut().enumerate() {
                 if i == cur {
@@ -208,6 +296,12 @@ impl<C: Comparator> InternalIterator for MergingIter<C> {
     fn status(&self) -> Result<()> {
         self.children.iter().try_for_each(|c| c.status())
     }
+}
+
+/// True if bit `i` of `deferred` is set (children past the 64th are never put off).
+#[inline]
+fn is_deferred(deferred: u64, i: usize) -> bool {
+    i < 64 && deferred & (1 << i) != 0
 }
 
 #[cfg(test)]
@@ -269,6 +363,114 @@ mod tests {
             .map(|i| format!("k{i:05}").into_bytes())
             .collect();
         check_against_model(&mut it, &model, &BytewiseComparator, &probes);
+    }
+
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    use std::sync::Arc;
+
+    /// A child that answers `seek_passes` truthfully from its own keys (as a memtable's key
+    /// filter answers for a user key) and counts its seeks.
+    struct Passing {
+        inner: VecIter,
+        keys: Vec<Vec<u8>>,
+        seeks: Arc<AtomicUsize>,
+    }
+
+    impl InternalIterator for Passing {
+        fn valid(&self) -> bool {
+            self.inner.valid()
+        }
+        fn seek_to_first(&mut self) {
+            self.inner.seek_to_first();
+        }
+        fn seek_to_last(&mut self) {
+            self.inner.seek_to_last();
+        }
+        fn seek(&mut self, target: &[u8]) {
+            self.seeks.fetch_add(1, Relaxed);
+            self.inner.seek(target);
+        }
+        fn next(&mut self) {
+            self.inner.next();
+        }
+        fn prev(&mut self) {
+            self.inner.prev();
+        }
+        fn key(&self) -> &[u8] {
+            self.inner.key()
+        }
+        fn value(&self) -> &[u8] {
+            self.inner.value()
+        }
+        fn status(&self) -> Result<()> {
+            self.inner.status()
+        }
+        fn may_pass_seeks(&self) -> bool {
+            true
+        }
+        fn seek_passes(&self, target: &[u8], key: &[u8]) -> bool {
+            !self
+                .keys
+                .iter()
+                .any(|k| k.as_slice() >= target && k.as_slice() <= key)
+        }
+    }
+
+    /// Children whose seeks can be put off, among ordinary ones: every seek, step and change
+    /// of direction gives the model's answers, and a seek to a key an ordinary child holds
+    /// leaves the others unpositioned until the merge moves.
+    #[test]
+    fn seeks_put_off_change_no_answer() {
+        let mut sources: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); 4];
+        let mut model = Vec::new();
+        for i in 0..400u32 {
+            let k = format!("k{i:05}").into_bytes();
+            let v = format!("v{i}").into_bytes();
+            sources[(i as usize * 7 / 3) % 4].push((k.clone(), v.clone()));
+            model.push((k, v));
+        }
+        let seeks = Arc::new(AtomicUsize::new(0));
+        let mut children: Vec<BoxedIter> = Vec::new();
+        for (n, source) in sources.into_iter().enumerate() {
+            if n % 2 == 0 {
+                children.push(Box::new(Passing {
+                    keys: source.iter().map(|(k, _)| k.clone()).collect(),
+                    inner: VecIter::new(source),
+                    seeks: seeks.clone(),
+                }));
+            } else {
+                children.push(Box::new(VecIter::new(source)));
+            }
+        }
+        let mut it = MergingIter::new(BytewiseComparator, children);
+        let probes: Vec<Vec<u8>> = (0..810)
+            .step_by(3)
+            .map(|i| format!("k{i:05}").into_bytes())
+            .collect();
+        check_against_model(&mut it, &model, &BytewiseComparator, &probes);
+        // A seek, then steps forward (the model check steps back first from most seeks).
+        for i in 0..model.len() {
+            it.seek(&model[i].0);
+            for expected in model[i..].iter().take(6) {
+                assert!(it.valid(), "ran out after seeking {i}");
+                assert_eq!((it.key(), it.value()), (&expected.0[..], &expected.1[..]));
+                it.next();
+            }
+        }
+
+        // "k00003" is in source 3 (ordinary): sources 0 and 2 are put off.
+        seeks.store(0, Relaxed);
+        it.seek(b"k00003");
+        assert_eq!(it.key(), b"k00003");
+        assert_eq!(seeks.load(Relaxed), 0, "a seek the others settle positions no passing child");
+        it.next();
+        assert_eq!(seeks.load(Relaxed), 2, "both passing children are positioned before a step");
+        assert_eq!(it.key(), b"k00004");
+        // "k00000" is in source 0 (passing): it must seek, and does.
+        seeks.store(0, Relaxed);
+        it.seek(b"k00000");
+        assert_eq!(it.key(), b"k00000");
+        assert!(seeks.load(Relaxed) >= 1);
     }
 
     #[test]

@@ -48,6 +48,24 @@ pub trait InternalIterator {
     fn value(&self) -> &[u8];
     /// The first error met, if any.
     fn status(&self) -> Result<()>;
+
+    /// True if [`seek_passes`](Self::seek_passes) can ever answer true, so that a merge may
+    /// put off seeking this cursor until it knows where the other cursors landed. Default:
+    /// false.
+    fn may_pass_seeks(&self) -> bool {
+        false
+    }
+
+    /// True if `seek(target)` would certainly land on an entry after `key` (a key at or after
+    /// `target` that another cursor holds), or on none: the cursor has no entry in
+    /// `[target, key]`. Then a seek to `key` lands where one to `target` would. A merge whose
+    /// smallest entry after a seek is `key` leaves such a cursor unpositioned until it moves.
+    /// Must not move the cursor; it may be called on one that is not positioned. Default:
+    /// false (the cursor cannot tell without seeking).
+    fn seek_passes(&self, target: &[u8], key: &[u8]) -> bool {
+        let _ = (target, key);
+        false
+    }
 }
 
 #[cfg(test)]

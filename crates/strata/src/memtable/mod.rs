@@ -25,7 +25,8 @@ use crate::range_del::{Fragments, RangeTombstone};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{
-    append_internal_key, pack_tag, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind,
+    append_internal_key, pack_tag, user_key, InternalKeyComparator, ParsedInternalKey, SeqNo,
+    ValueKind,
 };
 use key_filter::KeyFilter;
 use skiplist::{Cursor, ListOwner, SkipList};
@@ -334,6 +335,24 @@ impl InternalIterator for MemTableIter {
     }
     fn status(&self) -> Result<()> {
         Ok(())
+    }
+    fn may_pass_seeks(&self) -> bool {
+        self.cursor.owner().key_filter.is_some()
+    }
+    /// With a key filter (bytewise comparators only, so equal user keys are equal bytes): when
+    /// `key` has `target`'s user key and the filter rules that user key out, the memtable has
+    /// no entry from `target` to `key`. Entries added after the reader's seqno may be missing
+    /// from the filter; they are invisible to the reader, and a seek to `key` skips them just
+    /// as one to `target` (with the reader's seqno) does.
+    fn seek_passes(&self, target: &[u8], key: &[u8]) -> bool {
+        let Some(filter) = &self.cursor.owner().key_filter else {
+            return false;
+        };
+        if target.len() < 8 || key.len() < 8 {
+            return false;
+        }
+        let wanted = user_key(target);
+        user_key(key) == wanted && !filter.may_contain(wanted)
     }
 }
 

@@ -403,6 +403,11 @@ impl<L: ListOwner> Cursor<L> {
         !self.node.is_null()
     }
 
+    /// What keeps the list alive.
+    pub(crate) fn owner(&self) -> &L {
+        &self.owner
+    }
+
     /// The current key. Requires `valid()`.
     pub(crate) fn key(&self) -> &[u8] {
         assert!(self.valid(), "cursor is not on an entry");

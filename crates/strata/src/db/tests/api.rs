@@ -432,3 +432,57 @@ fn byte_like_keys_and_every_range_form_are_accepted() {
     db.write(batch).unwrap();
     assert_eq!(keys(db.scan().unwrap()), [k("f"), k("x")]);
 }
+
+/// A seek to a key that lies in a table leaves the memtable unpositioned when its key filter
+/// rules the key out (the merge puts the skiplist search off): stepping either way from there
+/// must still meet the memtable's keys, a memtable entry of the sought key must still win, and
+/// writes made after the cursor stay invisible.
+#[test]
+fn a_seek_that_puts_off_the_memtable_steps_into_it_both_ways() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, options(&env)).unwrap();
+    let key = |i: u32| format!("k{i:04}");
+    for i in (0..400).step_by(2) {
+        db.put_opt(key(i), b"table", &w()).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    for i in (1..400).step_by(2) {
+        db.put_opt(key(i), b"mem", &w()).unwrap();
+    }
+    // Key 100 is in both; key 200 is deleted in the memtable.
+    db.put_opt(key(100), b"mem", &w()).unwrap();
+    db.delete_opt(key(200), &w()).unwrap();
+    let mut it = db.iter().unwrap();
+    // Written after the cursor: must not show, even where the seek put the memtable off.
+    db.put_opt(key(300), b"late", &w()).unwrap();
+    db.put_opt(key(301), b"late", &w()).unwrap();
+    for i in (2..398).step_by(2) {
+        it.seek(key(i).as_bytes());
+        let (want_key, want_value) = match i {
+            200 => (key(201), &b"mem"[..]),
+            100 => (key(100), &b"mem"[..]),
+            _ => (key(i), &b"table"[..]),
+        };
+        assert_eq!(
+            (it.key(), it.value()),
+            (want_key.as_bytes(), want_value),
+            "seek {i}"
+        );
+        it.next();
+        let after = if i == 200 { 202 } else { i + 1 };
+        assert_eq!(it.key(), key(after).as_bytes(), "next after seeking {i}");
+        let want = if after % 2 == 1 || after == 100 {
+            &b"mem"[..]
+        } else {
+            b"table"
+        };
+        assert_eq!(it.value(), want, "value after seeking {i}");
+
+        it.seek(key(i).as_bytes());
+        it.prev();
+        let before = if i == 202 { 201 } else { i - 1 };
+        assert_eq!(it.key(), key(before).as_bytes(), "prev after seeking {i}");
+        assert_eq!(it.value(), b"mem", "prev value after seeking {i}");
+    }
+    it.status().unwrap();
+}
