@@ -131,6 +131,7 @@ impl<C: Comparator> MergingIter<C> {
             return;
         }
         let deferred = std::mem::take(&mut self.deferred);
+        debug_assert!(self.current.is_some(), "children put off without a current entry");
         let Some(cur) = self.current else {
             return;
         };
@@ -147,8 +148,10 @@ impl<C: Comparator> MergingIter<C> {
                 c.seek(key);
             }
         }
-        // The current child stays current: every other child is now after its key.
+        // The current child stays current: every child put off passed its key, so each is now
+        // after it.
         self.find_smallest();
+        debug_assert_eq!(self.current, Some(cur), "a child put off landed before the current key");
     }
 
     fn find_smallest(&mut self) {
@@ -253,6 +256,7 @@ impl<C: Comparator> InternalIterator for MergingIter<C> {
             return self.find_smallest();
         }
         self.undefer();
+        let cur = self.current.unwrap_or(cur);
         self.children[cur].next();
         self.step_pick(Ordering::Less);
     }
@@ -262,8 +266,8 @@ impl<C: Comparator> InternalIterator for MergingIter<C> {
             return;
         };
         if self.direction != Direction::Reverse {
-            // Every other child is after the current key (or put off, with nothing before it
-            // since the seek's target): move each to the last entry before it.
+            // Every other child is after the current key, or put off (it holds nothing from
+            // the seek's target to the current key): move each to the last entry before it.
             self.deferred = 0;
             let key = self.children[cur].key().to_vec();
             for (i, c) in self.children.iter_mut().enumerate() {

@@ -62,6 +62,11 @@ pub trait InternalIterator {
     /// smallest entry after a seek is `key` leaves such a cursor unpositioned until it moves.
     /// Must not move the cursor; it may be called on one that is not positioned. Default:
     /// false (the cursor cannot tell without seeking).
+    ///
+    /// A memtable answers from its key filter, which may miss entries written after the
+    /// reader loaded its sequence number: its answer holds for targets carrying that sequence
+    /// number (or an older one), as a database cursor's seeks do, since the missed entries
+    /// then sort before the target. A seek with a newer sequence number must not rely on it.
     fn seek_passes(&self, target: &[u8], key: &[u8]) -> bool {
         let _ = (target, key);
         false
