@@ -50,7 +50,10 @@ pub struct Options {
     /// Files the database may keep open; the table cache gets all but 10. Default: 1000;
     /// clamped to [74, 50,000].
     pub max_open_files: usize,
-    /// Capacity of the block cache created at open, when `block_cache` is not given.
+    /// Capacity of the block cache created at open, when `block_cache` is not given. The cache
+    /// holds blocks decompressed (or read into memory when the file is not mapped); a block
+    /// stored uncompressed in a mapped table is read in place from the mapping and never
+    /// cached.
     /// Default: 8 MiB.
     pub block_cache_capacity: usize,
     /// A block cache to share between databases; overrides `block_cache_capacity`.

@@ -113,7 +113,7 @@ pub struct WriteStalls {
 /// use strata::{Db, Options};
 /// # let dir = tempfile::tempdir().unwrap();
 /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
-/// db.put("k", "v")?;
+/// db.put("k", "v".repeat(1000))?; // compresses: a block stored uncompressed is read in place
 /// db.compact_range(None, None)?; // into a table
 /// db.get("k")?;
 /// db.get("k")?; // the block is cached now

@@ -201,6 +201,37 @@ pub fn read_block(
     }))
 }
 
+/// The stored bytes of the block at `handle` (contents, then the five-byte trailer) where
+/// `file`'s mapping holds them, after checking `handle` against `data_end` as
+/// [`read_block`] does; `None` if the file is not mapped.
+///
+/// # Errors
+/// Corruption naming `path` and the block's offset if the handle points outside the file.
+pub(crate) fn mapped_block<'f>(
+    file: &'f dyn RandomAccessFile,
+    path: &Path,
+    data_end: u64,
+    handle: BlockHandle,
+) -> Result<Option<&'f [u8]>> {
+    let corrupt = |reason: &'static str| Error::corruption(path, handle.offset, reason);
+    match handle.end_with_trailer() {
+        Some(end) if end <= data_end => {}
+        _ => return Err(corrupt("block handle points past the end of the file")),
+    }
+    let size = usize::try_from(handle.size).map_err(|_| corrupt("block is too large"))?;
+    Ok(file.mapped(handle.offset, size + BLOCK_TRAILER_SIZE))
+}
+
+/// Checks the checksum in a stored block's trailer (`stored`: contents, then trailer).
+pub(crate) fn verify_stored_block(stored: &[u8]) -> std::result::Result<(), &'static str> {
+    let size = stored.len() - BLOCK_TRAILER_SIZE;
+    let stored_crc = u32::from_le_bytes(stored[size + 1..].try_into().expect("4 bytes"));
+    if unmask_crc(stored_crc) != block_crc(&stored[..size], stored[size]) {
+        return Err("block checksum mismatch");
+    }
+    Ok(())
+}
+
 /// Checks a stored block (its contents, then the five-byte trailer) and decompresses it;
 /// `None` when it is stored uncompressed, so that the caller keeps the contents it has.
 fn check_and_expand(
@@ -210,10 +241,7 @@ fn check_and_expand(
     let size = stored.len() - BLOCK_TRAILER_SIZE;
     let kind = stored[size];
     if verify_checksum {
-        let stored_crc = u32::from_le_bytes(stored[size + 1..].try_into().expect("4 bytes"));
-        if unmask_crc(stored_crc) != block_crc(&stored[..size], kind) {
-            return Err("block checksum mismatch");
-        }
+        verify_stored_block(stored)?;
     }
     match kind {
         k if k == Compression::None as u8 => Ok(None),

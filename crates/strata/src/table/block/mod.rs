@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use crate::coding::{decode_fixed32, decode_varint32};
 use crate::comparator::Comparator;
+use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 
@@ -22,12 +23,65 @@ use crate::iter::InternalIterator;
 /// 2. If the block has entries, every restart offset is `< restarts_offset`, and they ascend.
 /// 3. If the block has entries, the first restart offset is 0.
 pub struct Block {
-    data: Box<[u8]>,
+    data: BlockBytes,
     restarts_offset: usize,
     num_restarts: usize,
     /// The file the block came from, and the block's offset in it, for error messages.
     file: Arc<Path>,
     file_offset: u64,
+}
+
+/// A block's bytes, and what keeps them alive: a heap buffer (decompressed, or read into a
+/// buffer), or a table file whose mapping holds them (stored uncompressed, read in place).
+///
+/// Invariant: `ptr..ptr + len` are bytes `owner` keeps alive and unchanged as long as it lives.
+/// The pointer is taken once, so a read is a plain slice with no branch on where the bytes are.
+struct BlockBytes {
+    ptr: *const u8,
+    len: usize,
+    _owner: BytesOwner,
+}
+
+/// Held for what its drop frees: nothing reads it.
+#[allow(dead_code)]
+enum BytesOwner {
+    /// A `Vec`, not a `Box`: moving it does not invalidate the pointer taken from it.
+    Heap(Vec<u8>),
+    /// `ptr..ptr + len` lies within bytes the file's `mapped` returned.
+    Mapping(Arc<dyn RandomAccessFile>),
+}
+
+impl BlockBytes {
+    fn heap(bytes: Vec<u8>) -> BlockBytes {
+        BlockBytes {
+            ptr: bytes.as_ptr(),
+            len: bytes.len(),
+            _owner: BytesOwner::Heap(bytes),
+        }
+    }
+}
+
+// SAFETY: the bytes never change (see `deref`), and their owner, a `Vec<u8>` or a
+// `RandomAccessFile`, is `Send + Sync`.
+#[allow(unsafe_code)]
+unsafe impl Send for BlockBytes {}
+// SAFETY: as for `Send`: shared access only reads immutable bytes.
+#[allow(unsafe_code)]
+unsafe impl Sync for BlockBytes {}
+
+impl std::ops::Deref for BlockBytes {
+    type Target = [u8];
+
+    #[inline]
+    #[allow(unsafe_code)]
+    fn deref(&self) -> &[u8] {
+        // SAFETY: by the invariant, `owner` (which `self` holds) keeps the bytes alive and
+        // unchanged. A heap buffer is a `Vec` no one touches after its pointer was taken. A
+        // mapping's bytes were returned by `file.mapped` borrowed from the file, which `self`
+        // keeps alive through its `Arc` and no one can borrow mutably (`Arc::get_mut` fails
+        // while this `Arc` exists), so that borrow stays valid as long as the file does.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
 }
 
 impl std::fmt::Debug for Block {
@@ -47,6 +101,39 @@ impl Block {
     /// # Errors
     /// Corruption if the restart array does not fit in the block or points outside its entries.
     pub fn new(data: Vec<u8>, file: Arc<Path>, file_offset: u64) -> Result<Block> {
+        Block::parse(BlockBytes::heap(data), file, file_offset)
+    }
+
+    /// Parses the block of `len` bytes at `file_offset` where `mapping`'s mapping holds it,
+    /// reading it in place: no copy, and the block keeps `mapping` alive. `path` names the
+    /// file in errors. `None` if the mapping does not hold those bytes.
+    ///
+    /// # Errors
+    /// As [`Block::new`].
+    pub(crate) fn in_mapping(
+        mapping: Arc<dyn RandomAccessFile>,
+        len: usize,
+        path: Arc<Path>,
+        file_offset: u64,
+    ) -> Result<Option<Block>> {
+        let Some(bytes) = mapping.mapped(file_offset, len) else {
+            return Ok(None);
+        };
+        let data = BlockBytes {
+            ptr: bytes.as_ptr(),
+            len,
+            _owner: BytesOwner::Mapping(mapping.clone()),
+        };
+        Block::parse(data, path, file_offset).map(Some)
+    }
+
+    /// True if the block is read in place from a mapping.
+    #[cfg(test)]
+    pub(crate) fn is_mapped(&self) -> bool {
+        matches!(self.data._owner, BytesOwner::Mapping(_))
+    }
+
+    fn parse(data: BlockBytes, file: Arc<Path>, file_offset: u64) -> Result<Block> {
         let corrupt = |reason: &'static str| Error::corruption(&*file, file_offset, reason);
         let len = data.len();
         if len < 4 {
@@ -77,7 +164,7 @@ impl Block {
             return Err(corrupt("block's first entry is not a restart point"));
         }
         Ok(Block {
-            data: data.into_boxed_slice(),
+            data,
             restarts_offset,
             num_restarts,
             file,
