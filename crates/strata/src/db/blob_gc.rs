@@ -437,6 +437,7 @@ impl DbInner {
             .get(&read, &self.table_cache, key, seqno, floor)?;
         Ok(match found {
             TableLookup::Value(v) => Some((ValueKind::Value, v.to_vec())),
+            TableLookup::CopiedValue(v) => Some((ValueKind::Value, v)),
             TableLookup::BlobPointer(p) => Some((ValueKind::BlobPointer, p.to_vec())),
             TableLookup::Deleted | TableLookup::Absent => None,
         })

@@ -666,10 +666,12 @@ impl Db {
             .map(PinnedValue::into_vec))
     }
 
-    /// The value of `key`, or `None` if it is absent, without copying a value found in a table
-    /// out of its data block: the [`PinnedValue`] keeps the block alive and dereferences to
-    /// the value. A value still in a memtable or kept in a blob file is copied, as
-    /// [`get`](Self::get) copies every value.
+    /// The value of `key`, or `None` if it is absent, without copying it when it can: a value
+    /// found in a table stays in its data block, and one found in a memtable in the memtable,
+    /// which the [`PinnedValue`] keeps alive; it dereferences to the value. A value kept in a
+    /// blob file is copied, as [`get`](Self::get) copies every value, and so is one found in
+    /// a block stored uncompressed, which is read in place from its table file (a value held
+    /// for long must not keep a table file open after compaction deleted it).
     ///
     /// # Errors
     /// As [`get`](Self::get).
@@ -679,10 +681,10 @@ impl Db {
     /// use strata::{Db, Options};
     /// # let dir = tempfile::tempdir().unwrap();
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
-    /// db.put("apple", "red")?;
+    /// db.put("apple", "red".repeat(100))?; // compresses: its block is decompressed
     /// db.compact_range(None, None)?; // the value is now in a table
     /// let value = db.get_pinned("apple")?.unwrap();
-    /// assert_eq!(&*value, b"red");
+    /// assert_eq!(&*value, "red".repeat(100).as_bytes());
     /// assert!(value.is_pinned_in_block());
     /// assert!(db.get_pinned("pear")?.is_none());
     /// # Ok::<(), strata::Error>(())
@@ -779,6 +781,10 @@ impl Db {
             TableLookup::Value(v) => {
                 remember(Some(&v));
                 Some(PinnedValue::in_block(v))
+            }
+            TableLookup::CopiedValue(v) => {
+                remember(Some(&v));
+                Some(PinnedValue::owned(v))
             }
             TableLookup::BlobPointer(p) => Some(PinnedValue::owned(inner.read_blob(
                 key,

@@ -20,7 +20,9 @@ use crate::table::BlockSlice;
 ///
 /// A value found in a table is not copied: it borrows the data block that holds it, which
 /// stays in memory while the `PinnedValue` lives, even once the block cache has dropped it
-/// (holding many pinned values holds their blocks, about 4 KiB each). A value found in a
+/// (holding many pinned values holds their blocks, about 4 KiB each). The exception is a
+/// block stored uncompressed in a mapped table, which is read in place from the file: its
+/// value is copied, so that a `PinnedValue` never holds a table file open. A value found in a
 /// memtable is not copied either: it holds the memtable (up to `Options::write_buffer_size`)
 /// in memory while it lives. A value found in a blob file is a copy the `PinnedValue` owns.
 /// Two pinned values are equal when their bytes are.
@@ -60,7 +62,10 @@ impl MemtableSlice {
 }
 
 impl PinnedValue {
+    /// Requires: `slice` does not hold a table file (not [`BlockSlice::holds_file`]): a value
+    /// the caller may keep for long must not keep a table compaction deleted open.
     pub(crate) fn in_block(slice: BlockSlice) -> Self {
+        debug_assert!(!slice.holds_file());
         PinnedValue(Pinned::Block(slice))
     }
 

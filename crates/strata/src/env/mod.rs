@@ -60,6 +60,10 @@ pub trait RandomAccessFile: Send + Sync {
     /// [`Env::new_mapped_file`]), borrowed: no system call and no copy. `None` when the
     /// file is not mapped or the mapping does not cover them; the caller then reads them with
     /// [`read_exact_at`](Self::read_exact_at). The default is always `None`.
+    ///
+    /// An implementation returns exactly `len` bytes (strata reads a slice of another length
+    /// as `None`), and they must stay valid and unchanged as long as the file handle lives:
+    /// a block of a table stored uncompressed keeps the handle and reads them in place.
     fn mapped(&self, offset: u64, len: usize) -> Option<&[u8]> {
         let _ = (offset, len);
         None

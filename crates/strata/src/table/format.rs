@@ -188,7 +188,11 @@ pub fn read_block(
     let size = usize::try_from(handle.size).map_err(|_| corrupt("block is too large"))?;
     // A mapped table's block is checked and decompressed where it lies: one copy (or the
     // decompression) and no system call. Otherwise it is read into a buffer first.
-    if let Some(stored) = file.mapped(handle.offset, size + BLOCK_TRAILER_SIZE) {
+    let stored_len = size + BLOCK_TRAILER_SIZE;
+    if let Some(stored) = file
+        .mapped(handle.offset, stored_len)
+        .filter(|b| b.len() == stored_len)
+    {
         let expanded = check_and_expand(stored, verify_checksum).map_err(corrupt)?;
         return Ok(expanded.unwrap_or_else(|| stored[..size].to_vec()));
     }
@@ -219,7 +223,8 @@ pub(crate) fn mapped_block<'f>(
         _ => return Err(corrupt("block handle points past the end of the file")),
     }
     let size = usize::try_from(handle.size).map_err(|_| corrupt("block is too large"))?;
-    Ok(file.mapped(handle.offset, size + BLOCK_TRAILER_SIZE))
+    let len = size + BLOCK_TRAILER_SIZE;
+    Ok(file.mapped(handle.offset, len).filter(|b| b.len() == len))
 }
 
 /// Checks the checksum in a stored block's trailer (`stored`: contents, then trailer).
@@ -230,6 +235,16 @@ pub(crate) fn verify_stored_block(stored: &[u8]) -> std::result::Result<(), &'st
         return Err("block checksum mismatch");
     }
     Ok(())
+}
+
+/// Checks a stored block (its contents, then the five-byte trailer) and returns its contents,
+/// decompressed, in a new buffer.
+pub(crate) fn expand_stored_block(
+    stored: &[u8],
+    verify_checksum: bool,
+) -> std::result::Result<Vec<u8>, &'static str> {
+    let expanded = check_and_expand(stored, verify_checksum)?;
+    Ok(expanded.unwrap_or_else(|| stored[..stored.len() - BLOCK_TRAILER_SIZE].to_vec()))
 }
 
 /// Checks a stored block (its contents, then the five-byte trailer) and decompresses it;

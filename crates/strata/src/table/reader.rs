@@ -11,14 +11,14 @@
 //! no lock. The block cache has its own locks.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::block::{Block, BlockIter};
 use super::filter_block::FilterBlockReader;
 use super::format::{
-    mapped_block, read_block, read_footer, verify_stored_block, BlockHandle, Compression,
-    FOOTER_SIZE,
+    expand_stored_block, mapped_block, read_block, read_footer, verify_stored_block, BlockHandle,
+    Compression, BLOCK_TRAILER_SIZE, FOOTER_SIZE,
 };
 use super::TableOptions;
 use crate::cache::BlockCache;
@@ -32,10 +32,9 @@ use crate::key::{user_key, InternalKeyComparator, ParsedInternalKey, ValueKind};
 /// How one read treats blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockReadOptions {
-    /// Verify the checksum of every data block read from the file. A block stored
-    /// uncompressed in a mapped table is read in place, and verified the first time it is
-    /// read while the table is open ([`VerifiedBlocks`]), as a block cache hit is not verified
-    /// again.
+    /// Verify the checksum of every data block read from the file (a block found in the
+    /// block cache is not read from the file). A block stored uncompressed in a mapped table is
+    /// read in place from the mapping on every read, and verified on every read.
     pub verify_checksums: bool,
     /// Put blocks read from the file into the block cache.
     pub fill_cache: bool,
@@ -90,72 +89,10 @@ pub struct Table {
     cache: Option<Arc<BlockCache>>,
     /// This table's key space in the block cache.
     cache_id: u64,
-    /// The blocks read in place from the mapping whose checksums have matched.
-    verified: VerifiedBlocks,
     /// True if the last data block read from the file was stored uncompressed (a hint, Relaxed:
     /// a table's blocks are nearly always all compressed or all not). Such a block is looked for
     /// in the mapping before the cache, which never holds it; a compressed one in the cache first.
     raw_blocks: AtomicBool,
-}
-
-/// The data blocks of a mapped table read in place whose checksums have been verified: one bit
-/// per [`GRANULE`](Self::GRANULE) bytes of the file, set by the first read that verified the
-/// block starting in that granule.
-///
-/// Why such a block is not verified again: it is stored uncompressed in an immutable mapped
-/// file and read where it lies, so a second read sees the bytes the first one checked, as a
-/// block cache hit does (LevelDB and RocksDB verify blocks read from the file, never blocks
-/// found in their caches). Compressed blocks are verified on every read: decompression reads
-/// every byte anyway, and the checksum's pass brings them into the CPU cache for it (skipping
-/// it measured slower, docs/benchmarks.md).
-///
-/// Invariant: only blocks of at least `GRANULE` stored bytes use a bit. Blocks do not overlap
-/// and each is followed by its trailer, so two such blocks never start in the same granule and
-/// a bit names one block. Smaller blocks are verified on every read.
-struct VerifiedBlocks {
-    bits: Box<[AtomicU64]>,
-}
-
-impl VerifiedBlocks {
-    const GRANULE: u64 = 256;
-
-    /// Bits for a mapped table whose blocks end by `data_end`; none for one that is not mapped.
-    fn new(mapped: bool, data_end: u64) -> VerifiedBlocks {
-        let words = if mapped {
-            usize::try_from(data_end / Self::GRANULE / 64 + 1).unwrap_or(0)
-        } else {
-            0
-        };
-        VerifiedBlocks {
-            bits: (0..words).map(|_| AtomicU64::new(0)).collect(),
-        }
-    }
-
-    /// The word and bit of the block at `handle`, if it has one.
-    #[inline]
-    fn slot(&self, handle: BlockHandle) -> Option<(&AtomicU64, u64)> {
-        if handle.size < Self::GRANULE {
-            return None;
-        }
-        let granule = handle.offset / Self::GRANULE;
-        let word = self.bits.get(usize::try_from(granule / 64).ok()?)?;
-        Some((word, 1 << (granule % 64)))
-    }
-
-    /// True if the block at `handle` has been verified.
-    #[inline]
-    fn contains(&self, handle: BlockHandle) -> bool {
-        // Relaxed: the bit vouches for immutable mapped bytes, and orders nothing else.
-        self.slot(handle)
-            .is_some_and(|(word, bit)| word.load(Ordering::Relaxed) & bit != 0)
-    }
-
-    /// Records that the block at `handle` has been verified.
-    fn insert(&self, handle: BlockHandle) {
-        if let Some((word, bit)) = self.slot(handle) {
-            word.fetch_or(bit, Ordering::Relaxed);
-        }
-    }
 }
 
 impl std::fmt::Debug for Table {
@@ -199,7 +136,6 @@ impl Table {
             }
         };
         let cache_id = cache.as_ref().map_or(0, |c| c.new_table_id());
-        let verified = VerifiedBlocks::new(file.mapped(0, 0).is_some(), data_end);
         Ok(Table {
             file,
             path,
@@ -211,7 +147,6 @@ impl Table {
             filter,
             cache,
             cache_id,
-            verified,
             raw_blocks: AtomicBool::new(false),
         })
     }
@@ -242,21 +177,24 @@ impl Table {
                 return Ok(block);
             }
         }
-        if !raw_first {
-            if let Some(block) = self.block_in_mapping(handle, options)? {
-                self.raw_blocks.store(true, Ordering::Relaxed);
-                return Ok(Arc::new(block));
+        let block = match mapped_block(&*self.file, &self.path, self.data_end, handle)? {
+            Some(stored) if stored[stored.len() - BLOCK_TRAILER_SIZE] == Compression::None as u8 => {
+                if let Some(block) = self.block_in_mapping(handle, options)? {
+                    self.raw_blocks.store(true, Ordering::Relaxed);
+                    return Ok(Arc::new(block));
+                }
+                self.read_from_file(handle, options)?
             }
-        }
-
-        let data = read_block(
-            &*self.file,
-            &self.path,
-            self.data_end,
-            handle,
-            options.verify_checksums,
-        )?;
-        let block = Arc::new(Block::new(data, self.path.clone(), handle.offset)?);
+            // Checked and decompressed where it lies: one look at the mapping.
+            Some(stored) => Block::new(
+                expand_stored_block(stored, options.verify_checksums)
+                    .map_err(|reason| Error::corruption(&*self.path, handle.offset, reason))?,
+                self.path.clone(),
+                handle.offset,
+            )?,
+            None => self.read_from_file(handle, options)?,
+        };
+        let block = Arc::new(block);
         if options.fill_cache {
             if let Some(cache) = &self.cache {
                 cache.insert(self.cache_id, handle.offset, block.clone());
@@ -265,29 +203,53 @@ impl Table {
         Ok(block)
     }
 
+    /// The block at `handle` read from the file (with `pread`, or out of the mapping).
+    fn read_from_file(&self, handle: BlockHandle, options: &BlockReadOptions) -> Result<Block> {
+        let data = read_block(
+            &*self.file,
+            &self.path,
+            self.data_end,
+            handle,
+            options.verify_checksums,
+        )?;
+        Block::new(data, self.path.clone(), handle.offset)
+    }
+
     /// The block at `handle` read in place, if the table is mapped and the block is stored
-    /// uncompressed: no copy, no cache (the mapping is the page cache's), its checksum verified
-    /// once ([`VerifiedBlocks`]).
+    /// uncompressed: no copy, no cache (the mapping is the page cache's). Its checksum is
+    /// verified on every read, as a block read from the file always is; the checksum's pass
+    /// also brings the block into the CPU cache, so the search that follows does not miss entry
+    /// by entry.
     fn block_in_mapping(
         &self,
         handle: BlockHandle,
         options: &BlockReadOptions,
     ) -> Result<Option<Block>> {
+        // A look at the type byte first, so that a compressed block costs no reference count.
         let Some(stored) = mapped_block(&*self.file, &self.path, self.data_end, handle)? else {
             return Ok(None);
         };
-        let size = stored.len() - super::format::BLOCK_TRAILER_SIZE;
+        let size = stored.len() - BLOCK_TRAILER_SIZE;
         if stored[size] != Compression::None as u8 {
             return Ok(None);
         }
-        if options.verify_checksums && !self.verified.contains(handle) {
-            verify_stored_block(stored)
-                .map_err(|reason| Error::corruption(&*self.path, handle.offset, reason))?;
-            self.verified.insert(handle);
-        } else {
-            touch_lines(&stored[..size]);
-        }
-        Block::in_mapping(self.file.clone(), size, self.path.clone(), handle.offset)
+        let corrupt = |reason| Error::corruption(&*self.path, handle.offset, reason);
+        Block::in_mapping(
+            self.file.clone(),
+            handle.offset,
+            stored.len(),
+            size,
+            self.path.clone(),
+            |stored| {
+                if stored[size] != Compression::None as u8 {
+                    return Ok(false);
+                }
+                if options.verify_checksums {
+                    verify_stored_block(stored).map_err(corrupt)?;
+                }
+                Ok(true)
+            },
+        )
     }
 
     fn decode_handle(&self, index_value: &[u8], index_key_offset: u64) -> Result<BlockHandle> {
@@ -579,19 +541,6 @@ impl Table {
         // Past the last key (or a damaged index): near the end of the file.
         self.metaindex.offset
     }
-}
-
-/// Loads one byte of every cache line of `bytes`. The loads are independent, so the CPU has
-/// many in flight at once; a block search that follows then finds its entries in the cache
-/// instead of missing on each in turn (each entry's offset depends on the one before). A
-/// checksum pass does the same as a side effect; this is that pass without the arithmetic.
-#[inline]
-fn touch_lines(bytes: &[u8]) {
-    let mut folded = 0u8;
-    for byte in bytes.iter().step_by(64) {
-        folded ^= *byte;
-    }
-    std::hint::black_box(folded);
 }
 
 /// What [`Table::verify`] found: the table's contents in figures, and every piece of damage.

@@ -22,10 +22,14 @@ use crate::iter::InternalIterator;
 /// 1. `restarts_offset + 4 * num_restarts + 4 == data.len()`.
 /// 2. If the block has entries, every restart offset is `< restarts_offset`, and they ascend.
 /// 3. If the block has entries, the first restart offset is 0.
+///
+/// `repr(C)`: what every read of the block loads (the restart array's place, then the bytes'
+/// pointer, length and `in_mapping`, see [`BlockBytes`]) lies in its first 40 bytes.
+#[repr(C)]
 pub struct Block {
-    data: BlockBytes,
     restarts_offset: usize,
     num_restarts: usize,
+    data: BlockBytes,
     /// The file the block came from, and the block's offset in it, for error messages.
     file: Arc<Path>,
     file_offset: u64,
@@ -36,9 +40,14 @@ pub struct Block {
 ///
 /// Invariant: `ptr..ptr + len` are bytes `owner` keeps alive and unchanged as long as it lives.
 /// The pointer is taken once, so a read is a plain slice with no branch on where the bytes are.
+///
+/// `repr(C)`, the owner last: the pointer, length and `in_mapping` are what reads load.
+#[repr(C)]
 struct BlockBytes {
     ptr: *const u8,
     len: usize,
+    /// True if `_owner` is a `Mapping`.
+    in_mapping: bool,
     _owner: BytesOwner,
 }
 
@@ -51,11 +60,21 @@ enum BytesOwner {
     Mapping(Arc<dyn RandomAccessFile>),
 }
 
+// The hand-written `Send` and `Sync` below rely on every owner being both.
+const _: () = {
+    const fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<Vec<u8>>();
+    send_and_sync::<Arc<dyn RandomAccessFile>>();
+};
+
 impl BlockBytes {
-    fn heap(bytes: Vec<u8>) -> BlockBytes {
+    fn heap(mut bytes: Vec<u8>) -> BlockBytes {
+        // The cache charges a block its length: no spare capacity to undercount.
+        bytes.shrink_to_fit();
         BlockBytes {
             ptr: bytes.as_ptr(),
             len: bytes.len(),
+            in_mapping: false,
             _owner: BytesOwner::Heap(bytes),
         }
     }
@@ -104,33 +123,50 @@ impl Block {
         Block::parse(BlockBytes::heap(data), file, file_offset)
     }
 
-    /// Parses the block of `len` bytes at `file_offset` where `mapping`'s mapping holds it,
-    /// reading it in place: no copy, and the block keeps `mapping` alive. `path` names the
-    /// file in errors. `None` if the mapping does not hold those bytes.
+    /// Parses the block whose stored form (contents, then whatever follows them: a table's
+    /// trailer) is the `stored_len` bytes at `file_offset` where `mapping`'s mapping holds them,
+    /// reading its first `len` bytes in place: no copy, and the block keeps `mapping` alive.
+    /// `accept` sees the stored bytes first, exactly the bytes the block will read, and may
+    /// refuse them (`Ok(false)`: the caller reads the block another way) or fail (a checksum
+    /// mismatch). `path` names the file in errors. `None` if the mapping does not hold the
+    /// bytes, or `accept` refused them.
     ///
     /// # Errors
-    /// As [`Block::new`].
+    /// `accept`'s error, or as [`Block::new`].
     pub(crate) fn in_mapping(
         mapping: Arc<dyn RandomAccessFile>,
+        file_offset: u64,
+        stored_len: usize,
         len: usize,
         path: Arc<Path>,
-        file_offset: u64,
+        accept: impl FnOnce(&[u8]) -> Result<bool>,
     ) -> Result<Option<Block>> {
-        let Some(bytes) = mapping.mapped(file_offset, len) else {
-            return Ok(None);
+        assert!(len <= stored_len, "a block's contents lie within its stored bytes");
+        let ptr = {
+            // Exactly `stored_len` bytes, or none: an `Env` may return fewer.
+            let Some(stored) = mapping
+                .mapped(file_offset, stored_len)
+                .filter(|bytes| bytes.len() == stored_len)
+            else {
+                return Ok(None);
+            };
+            if !accept(stored)? {
+                return Ok(None);
+            }
+            stored.as_ptr()
         };
         let data = BlockBytes {
-            ptr: bytes.as_ptr(),
+            ptr,
             len,
-            _owner: BytesOwner::Mapping(mapping.clone()),
+            in_mapping: true,
+            _owner: BytesOwner::Mapping(mapping),
         };
         Block::parse(data, path, file_offset).map(Some)
     }
 
-    /// True if the block is read in place from a mapping.
-    #[cfg(test)]
+    /// True if the block is read in place from a mapping (and so holds the file open).
     pub(crate) fn is_mapped(&self) -> bool {
-        matches!(self.data._owner, BytesOwner::Mapping(_))
+        self.data.in_mapping
     }
 
     fn parse(data: BlockBytes, file: Arc<Path>, file_offset: u64) -> Result<Block> {
@@ -293,6 +329,14 @@ pub struct BlockSlice {
     block: Arc<Block>,
     start: usize,
     end: usize,
+}
+
+impl BlockSlice {
+    /// True if the bytes are read in place from a table's mapping: holding them holds the
+    /// table file open (and its disk space, once deleted).
+    pub(crate) fn holds_file(&self) -> bool {
+        self.block.is_mapped()
+    }
 }
 
 impl std::ops::Deref for BlockSlice {
