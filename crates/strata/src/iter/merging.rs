@@ -315,17 +315,26 @@ mod tests {
     use crate::iter::contract::check_against_model;
     use crate::iter::VecIter;
 
-    #[test]
-    fn merge_of_interleaved_sources_meets_the_contract() {
-        let mut sources: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); 4];
+    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+    /// 400 entries spread unevenly over `sources` sources (entry `i` to `(7i/3) % spread`),
+    /// and all of them in order: the model.
+    fn interleaved(sources: usize, spread: usize) -> (Vec<Entries>, Entries) {
+        let mut out = vec![Vec::new(); sources];
         let mut model = Vec::new();
         for i in 0..400u32 {
             let k = format!("k{i:05}").into_bytes();
             let v = format!("v{i}").into_bytes();
-            // Uneven spread, with one source left empty.
-            sources[(i as usize * 7 / 3) % 3].push((k.clone(), v.clone()));
+            out[(i as usize * 7 / 3) % spread].push((k.clone(), v.clone()));
             model.push((k, v));
         }
+        (out, model)
+    }
+
+    #[test]
+    fn merge_of_interleaved_sources_meets_the_contract() {
+        // Uneven spread, with one source left empty.
+        let (sources, model) = interleaved(4, 3);
         let children: Vec<BoxedIter> = sources
             .into_iter()
             .map(|s| Box::new(VecIter::new(s)) as BoxedIter)
@@ -425,14 +434,7 @@ mod tests {
     /// leaves the others unpositioned until the merge moves.
     #[test]
     fn seeks_put_off_change_no_answer() {
-        let mut sources: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); 4];
-        let mut model = Vec::new();
-        for i in 0..400u32 {
-            let k = format!("k{i:05}").into_bytes();
-            let v = format!("v{i}").into_bytes();
-            sources[(i as usize * 7 / 3) % 4].push((k.clone(), v.clone()));
-            model.push((k, v));
-        }
+        let (sources, model) = interleaved(4, 4);
         let seeks = Arc::new(AtomicUsize::new(0));
         let mut children: Vec<BoxedIter> = Vec::new();
         for (n, source) in sources.into_iter().enumerate() {

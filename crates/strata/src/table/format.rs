@@ -181,21 +181,13 @@ pub fn read_block(
     verify_checksum: bool,
 ) -> Result<Vec<u8>> {
     let corrupt = |reason: &'static str| Error::corruption(path, handle.offset, reason);
-    match handle.end_with_trailer() {
-        Some(end) if end <= data_end => {}
-        _ => return Err(corrupt("block handle points past the end of the file")),
-    }
-    let size = usize::try_from(handle.size).map_err(|_| corrupt("block is too large"))?;
     // A mapped table's block is checked and decompressed where it lies: one copy (or the
     // decompression) and no system call. Otherwise it is read into a buffer first.
-    let stored_len = size + BLOCK_TRAILER_SIZE;
-    if let Some(stored) = file
-        .mapped(handle.offset, stored_len)
-        .filter(|b| b.len() == stored_len)
-    {
-        let expanded = check_and_expand(stored, verify_checksum).map_err(corrupt)?;
-        return Ok(expanded.unwrap_or_else(|| stored[..size].to_vec()));
+    if let Some(stored) = mapped_block(file, path, data_end, handle)? {
+        return expand_stored_block(stored, verify_checksum).map_err(corrupt);
     }
+    // `mapped_block` checked the handle against the file.
+    let size = usize::try_from(handle.size).map_err(|_| corrupt("block is too large"))?;
     let mut buf = vec![0u8; size + BLOCK_TRAILER_SIZE];
     read_exact_at(file, path, handle.offset, &mut buf)?;
     let expanded = check_and_expand(&buf, verify_checksum).map_err(corrupt)?;
