@@ -455,15 +455,25 @@ unsafe fn options_arg(options: *const leveldb_options_t) -> Options {
     }
 }
 
+/// Runs `f` on the object behind `p`, if not NULL, under a guard: what every option setter
+/// does.
+///
+/// # Safety
+/// `p` is NULL or a live `T` of ours no other thread uses meanwhile.
+unsafe fn with_mut<T>(p: *mut T, f: impl FnOnce(&mut T)) {
+    // SAFETY: the caller's promise.
+    if let Some(o) = unsafe { p.as_mut() } {
+        guard((), || f(o));
+    }
+}
+
 /// Runs `f` on the options behind `options`, if not NULL, under a guard.
 ///
 /// # Safety
 /// `options` is NULL or a live `leveldb_options_t` no other thread uses meanwhile.
 unsafe fn with_options(options: *mut leveldb_options_t, f: impl FnOnce(&mut Options)) {
     // SAFETY: the caller's promise.
-    if let Some(o) = unsafe { options.as_mut() } {
-        guard((), || f(&mut o.options));
-    }
+    unsafe { with_mut(options, |o| f(&mut o.options)) };
 }
 
 /// Drops the box behind `p`, if not NULL, under a guard.
@@ -1610,9 +1620,7 @@ pub unsafe extern "C" fn leveldb_readoptions_set_verify_checksums(
     v: u8,
 ) {
     // SAFETY: the caller's promise.
-    if let Some(o) = unsafe { options.as_mut() } {
-        o.verify_checksums = v != 0;
-    }
+    unsafe { with_mut(options, |o| o.verify_checksums = v != 0) };
 }
 
 /// Keep the blocks read in the block cache (non-zero, the default) or not (0).
@@ -1625,9 +1633,7 @@ pub unsafe extern "C" fn leveldb_readoptions_set_fill_cache(
     v: u8,
 ) {
     // SAFETY: the caller's promise.
-    if let Some(o) = unsafe { options.as_mut() } {
-        o.fill_cache = v != 0;
-    }
+    unsafe { with_mut(options, |o| o.fill_cache = v != 0) };
 }
 
 /// Read at `snapshot` (NULL: the current state). The snapshot is borrowed: keep it alive while
@@ -1641,9 +1647,7 @@ pub unsafe extern "C" fn leveldb_readoptions_set_snapshot(
     snapshot: *const leveldb_snapshot_t,
 ) {
     // SAFETY: the caller's promise.
-    if let Some(o) = unsafe { options.as_mut() } {
-        o.snapshot = snapshot;
-    }
+    unsafe { with_mut(options, |o| o.snapshot = snapshot) };
 }
 
 /// Write options: not synced. NULL only on a panic.
@@ -1674,9 +1678,7 @@ pub unsafe extern "C" fn leveldb_writeoptions_set_sync(
     v: u8,
 ) {
     // SAFETY: the caller's promise.
-    if let Some(o) = unsafe { options.as_mut() } {
-        o.sync = v != 0;
-    }
+    unsafe { with_mut(options, |o| o.sync = v != 0) };
 }
 
 // ---------------------------------------------------------------------------------------------

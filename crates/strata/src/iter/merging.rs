@@ -331,6 +331,15 @@ mod tests {
         (out, model)
     }
 
+    /// Seek targets for [`interleaved`]'s model: every third key from before the first to past
+    /// the last, present or not.
+    fn interleaved_probes() -> Vec<Vec<u8>> {
+        (0..810)
+            .step_by(3)
+            .map(|i| format!("k{i:05}").into_bytes())
+            .collect()
+    }
+
     #[test]
     fn merge_of_interleaved_sources_meets_the_contract() {
         // Uneven spread, with one source left empty.
@@ -340,11 +349,7 @@ mod tests {
             .map(|s| Box::new(VecIter::new(s)) as BoxedIter)
             .collect();
         let mut it = MergingIter::new(BytewiseComparator, children);
-        let probes: Vec<Vec<u8>> = (0..810)
-            .step_by(3)
-            .map(|i| format!("k{i:05}").into_bytes())
-            .collect();
-        check_against_model(&mut it, &model, &BytewiseComparator, &probes);
+        check_against_model(&mut it, &model, &BytewiseComparator, &interleaved_probes());
     }
 
     /// Runs of keys from one child, of every length from 1 to 12, so that a step keeps the
@@ -449,11 +454,7 @@ mod tests {
             }
         }
         let mut it = MergingIter::new(BytewiseComparator, children);
-        let probes: Vec<Vec<u8>> = (0..810)
-            .step_by(3)
-            .map(|i| format!("k{i:05}").into_bytes())
-            .collect();
-        check_against_model(&mut it, &model, &BytewiseComparator, &probes);
+        check_against_model(&mut it, &model, &BytewiseComparator, &interleaved_probes());
         // A seek, then steps forward (the model check steps back first from most seeks).
         for i in 0..model.len() {
             it.seek(&model[i].0);
