@@ -354,16 +354,17 @@ impl PyIterator {
 }
 
 impl Drop for PyIterator {
-    /// A cursor's drop may delete files its view kept alive: done without the GIL.
     fn drop(&mut self) {
-        let cursor = self
-            .cursor
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(cursor) = cursor {
-            Python::attach(|py| py.detach(move || drop(cursor)));
-        }
+        drop_without_gil(&mut self.cursor);
+    }
+}
+
+/// Drops the cursor in `slot`, if any, with the GIL released: a cursor's drop may delete files
+/// its view kept alive.
+fn drop_without_gil<C: Send>(slot: &mut Mutex<Option<C>>) {
+    let cursor = slot.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(cursor) = cursor {
+        Python::attach(|py| py.detach(move || drop(cursor)));
     }
 }
 
@@ -524,16 +525,8 @@ impl PyRawIterator {
 }
 
 impl Drop for PyRawIterator {
-    /// As `PyIterator`'s: the cursor goes without the GIL.
     fn drop(&mut self) {
-        let cursor = self
-            .cursor
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(cursor) = cursor {
-            Python::attach(|py| py.detach(move || drop(cursor)));
-        }
+        drop_without_gil(&mut self.cursor);
     }
 }
 
