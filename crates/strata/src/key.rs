@@ -82,6 +82,8 @@ pub fn pack_tag(seqno: SeqNo, kind: ValueKind) -> u64 {
 /// Appends the internal key `user_key ‖ tag(seqno, kind)` to `dst`.
 #[inline]
 pub fn append_internal_key(dst: &mut Vec<u8>, user_key: &[u8], seqno: SeqNo, kind: ValueKind) {
+    // One allocation at most: the tag would otherwise grow a buffer sized for the key.
+    dst.reserve(user_key.len() + 8);
     dst.extend_from_slice(user_key);
     put_fixed64(dst, pack_tag(seqno, kind));
 }

@@ -219,7 +219,8 @@ impl CursorSource {
 
     pub(crate) fn cursor(&self) -> Result<DbIterator> {
         let view = &self.view;
-        let mut children: Vec<BoxedIter> = vec![Box::new(view.mem.iter())];
+        let mut children: Vec<BoxedIter> = Vec::with_capacity(2 + view.version.iterator_count());
+        children.push(Box::new(view.mem.iter()));
         if let Some(imm) = &view.imm {
             children.push(Box::new(imm.iter()));
         }

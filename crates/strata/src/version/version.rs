@@ -484,6 +484,12 @@ impl Version {
         inputs
     }
 
+    /// How many cursors [`add_iterators`](Self::add_iterators) adds: one per level-0 file and
+    /// one per deeper level that has files.
+    pub(crate) fn iterator_count(&self) -> usize {
+        self.files[0].len() + self.files[1..].iter().filter(|f| !f.is_empty()).count()
+    }
+
     /// Adds a cursor per level-0 file and one per non-empty deeper level to `out`.
     pub(crate) fn add_iterators(
         &self,

@@ -390,6 +390,19 @@ impl ScratchKey {
     /// are there.
     #[inline]
     fn rebuild(&mut self, shared: usize, delta: &[u8]) -> bool {
+        let len = shared + delta.len();
+        if self.heap.is_none() && shared <= self.len && len <= STACK_KEY_BYTES {
+            self.stack[shared..len].copy_from_slice(delta);
+            self.len = len;
+            return true;
+        }
+        self.rebuild_spilled(shared, delta)
+    }
+
+    /// [`rebuild`](Self::rebuild) for a key that is, or is becoming, too long for the stack
+    /// (and for the damaged entry that shares more than there is).
+    #[cold]
+    fn rebuild_spilled(&mut self, shared: usize, delta: &[u8]) -> bool {
         if shared > self.len {
             return false;
         }
@@ -409,6 +422,15 @@ impl ScratchKey {
         }
         self.len = len;
         true
+    }
+
+    /// Forgets the key (a kept heap buffer stays for the next one).
+    #[inline]
+    fn clear(&mut self) {
+        self.len = 0;
+        if let Some(heap) = &mut self.heap {
+            heap.clear();
+        }
     }
 
     #[inline]
@@ -495,7 +517,9 @@ pub struct BlockIter {
     next_offset: usize,
     /// The restart run the current entry belongs to.
     restart_index: usize,
-    key: Vec<u8>,
+    /// The current key: rebuilt on the stack while it fits, so a cursor over short keys
+    /// allocates nothing for them.
+    key: ScratchKey,
     value_start: usize,
     value_len: usize,
     error: Option<Error>,
@@ -515,7 +539,7 @@ impl BlockIter {
             current: end,
             next_offset: end,
             restart_index: 0,
-            key: Vec::new(),
+            key: ScratchKey::new(),
             value_start: 0,
             value_len: 0,
             error: None,
@@ -552,13 +576,13 @@ impl BlockIter {
             self.fail(offset, "bad entry in block");
             return false;
         };
-        if h.shared > self.key.len() {
+        if !self
+            .key
+            .rebuild(h.shared, &self.block.data[h.key_delta..h.value_start()])
+        {
             self.fail(offset, "block entry shares more than the previous key");
             return false;
         }
-        self.key.truncate(h.shared);
-        self.key
-            .extend_from_slice(&self.block.data[h.key_delta..h.value_start()]);
         self.current = offset;
         self.next_offset = h.end();
         self.value_start = h.value_start();
@@ -645,7 +669,7 @@ impl BlockIter {
         };
         self.key.clear();
         self.key
-            .extend_from_slice(&self.run_keys[key_start..entry.key_end]);
+            .rebuild(0, &self.run_keys[key_start..entry.key_end]);
         self.current = entry.offset;
         self.next_offset = entry.next_offset;
         self.value_start = entry.value_start;
@@ -684,7 +708,7 @@ impl InternalIterator for BlockIter {
             Err(offset) => return self.fail(offset, "bad restart entry in block"),
         }
         while self.parse_next() {
-            if self.comparator.compare(&self.key, target) != Ordering::Less {
+            if self.comparator.compare(self.key.as_slice(), target) != Ordering::Less {
                 return;
             }
         }
@@ -710,7 +734,7 @@ impl InternalIterator for BlockIter {
 
     fn key(&self) -> &[u8] {
         debug_assert!(self.valid());
-        &self.key
+        self.key.as_slice()
     }
 
     fn value(&self) -> &[u8] {

@@ -80,6 +80,32 @@ fn iterator_contract_holds_for_every_restart_interval() {
     }
 }
 
+/// The cursor rebuilds keys on the stack until one is too long, then on the heap: keys
+/// that cross that length in both directions, shared prefixes included, read back exactly.
+#[test]
+fn iterator_contract_holds_for_keys_on_both_sides_of_the_stack_length() {
+    let model: Vec<(Vec<u8>, Vec<u8>)> = (0..120usize)
+        .map(|i| {
+            // Lengths cycle through short, just fitting, just over and far over the stack.
+            let pad = [0, STACK_KEY_BYTES - 12, STACK_KEY_BYTES - 11, 3 * STACK_KEY_BYTES][i % 4];
+            let key = format!("k{:04}{}", i / 4, "q".repeat(pad)).into_bytes();
+            (key, format!("v{i}").into_bytes())
+        })
+        .collect();
+    let mut sorted = model.clone();
+    sorted.sort();
+    assert_eq!(sorted, model, "the model must be in key order");
+    let mut probes: Vec<Vec<u8>> = model.iter().map(|(k, _)| k.clone()).collect();
+    probes.extend(model.iter().map(|(k, _)| [k.as_slice(), b"!"].concat()));
+    probes.push(b"".to_vec());
+    probes.push(b"zzz".to_vec());
+    for interval in [1, 3, 16] {
+        let block = parse(build(&model, interval)).unwrap();
+        let mut it = block.iter(bytewise());
+        check_against_model(&mut it, &model, &BytewiseComparatorRef, &probes);
+    }
+}
+
 #[test]
 fn single_entry_block_works_both_ways() {
     let model = vec![(b"only".to_vec(), b"one".to_vec())];
