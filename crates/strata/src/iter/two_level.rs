@@ -33,6 +33,18 @@ pub(crate) trait SecondLevel {
     /// # Errors
     /// Whatever opening it meets (I/O, corruption).
     fn open(&self, id: Self::Id) -> Result<Self::Iter>;
+
+    /// Makes `slot` the cursor `id` names, unpositioned. The cursor `slot` holds (named by
+    /// another id) may be reused rather than dropped, keeping its buffers: a scan then
+    /// allocates nothing per second-level cursor for them. The default opens a new one. On an
+    /// error `slot` may hold anything; the caller closes it.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    fn open_into(&self, id: Self::Id, slot: &mut Option<Self::Iter>) -> Result<()> {
+        *slot = Some(self.open(id)?);
+        Ok(())
+    }
 }
 
 /// A cursor over the entries of every second-level cursor an index cursor names, in index
@@ -82,11 +94,8 @@ impl<S: SecondLevel> TwoLevelIter<S> {
         if self.data_id == Some(id) {
             return;
         }
-        match self.second.open(id) {
-            Ok(cursor) => {
-                self.data = Some(cursor);
-                self.data_id = Some(id);
-            }
+        match self.second.open_into(id, &mut self.data) {
+            Ok(()) => self.data_id = Some(id),
             Err(e) => self.fail(e),
         }
     }

@@ -620,6 +620,18 @@ impl SecondLevel for DataBlocks {
         let block = self.table.data_block(handle, &self.options)?;
         Ok(block.iter(self.table.icmp_dyn.clone()))
     }
+
+    /// The cursor of the previous block, if any, is pointed at the new one: same comparator,
+    /// its key and run buffers kept.
+    #[inline]
+    fn open_into(&self, handle: BlockHandle, slot: &mut Option<BlockIter>) -> Result<()> {
+        let block = self.table.data_block(handle, &self.options)?;
+        match slot {
+            Some(cursor) => cursor.retarget(block),
+            None => *slot = Some(block.iter(self.table.icmp_dyn.clone())),
+        }
+        Ok(())
+    }
 }
 
 impl InternalIterator for TableIter {

@@ -549,6 +549,37 @@ impl BlockIter {
         }
     }
 
+    /// Points this cursor at `block`, unpositioned, as [`Block::iter`] with this cursor's
+    /// comparator would, but keeping the buffers of its key and its cached run.
+    pub(crate) fn retarget(&mut self, block: Arc<Block>) {
+        // Every field named, so that a new one cannot be forgotten here.
+        let BlockIter {
+            block: old_block,
+            comparator: _,
+            current,
+            next_offset,
+            restart_index,
+            key,
+            value_start,
+            value_len,
+            error,
+            run_keys,
+            run,
+            run_pos,
+        } = self;
+        *current = block.restarts_offset;
+        *next_offset = block.restarts_offset;
+        *old_block = block;
+        *restart_index = 0;
+        key.clear();
+        *value_start = 0;
+        *value_len = 0;
+        *error = None;
+        run_keys.clear();
+        run.clear();
+        *run_pos = None;
+    }
+
     fn invalidate(&mut self) {
         self.current = self.block.restarts_offset;
         self.next_offset = self.current;

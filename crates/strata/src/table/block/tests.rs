@@ -106,6 +106,45 @@ fn iterator_contract_holds_for_keys_on_both_sides_of_the_stack_length() {
     }
 }
 
+/// A cursor pointed at another block (as a table cursor does when it crosses blocks) reads it
+/// exactly as a new cursor would: whatever it was doing before, a backward walk with its cached
+/// run, a long key on the heap, or a corruption error.
+#[test]
+fn a_retargeted_cursor_reads_its_new_block_as_a_new_cursor_does() {
+    let long = "L".repeat(2 * STACK_KEY_BYTES);
+    // Few enough entries that the old position lies inside the new block's entries.
+    let first: Vec<(Vec<u8>, Vec<u8>)> = (0..6)
+        .map(|i| (format!("a{i:04}{long}").into_bytes(), b"old".to_vec()))
+        .collect();
+    let second = entries(150);
+    let mut probes: Vec<Vec<u8>> = (0..460).map(|i| format!("key{i:06}").into_bytes()).collect();
+    probes.push(b"".to_vec());
+    probes.push(b"zzz".to_vec());
+    let mut damaged = build(&entries(3), 16);
+    damaged[2] = 0x7f;
+    for restart_interval in [1, 4, 16] {
+        let target = parse(build(&second, restart_interval)).unwrap();
+        // Mid-way through a backward walk over long keys: the run cache and the heap key are
+        // in use.
+        let mut it = parse(build(&first, 16)).unwrap().iter(bytewise());
+        it.seek_to_last();
+        for _ in 0..3 {
+            it.prev();
+        }
+        assert!(it.valid() && it.key().len() > STACK_KEY_BYTES);
+        it.retarget(target.clone());
+        assert!(!it.valid(), "unpositioned after retarget");
+        check_against_model(&mut it, &second, &BytewiseComparatorRef, &probes);
+        // After a corruption error: the error belonged to the old block.
+        let mut it = parse(damaged.clone()).unwrap().iter(bytewise());
+        it.seek_to_first();
+        assert!(it.status().is_err());
+        it.retarget(target);
+        assert!(it.status().is_ok());
+        check_against_model(&mut it, &second, &BytewiseComparatorRef, &probes);
+    }
+}
+
 #[test]
 fn single_entry_block_works_both_ways() {
     let model = vec![(b"only".to_vec(), b"one".to_vec())];
