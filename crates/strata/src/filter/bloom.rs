@@ -234,7 +234,7 @@ mod tests {
             x
         };
         for _ in 0..200 {
-            divisors.push(next() % (1 << 32) | 1);
+            divisors.push((next() % (1 << 32)) | 1);
             divisors.push((next() % (1 << 20) + 1) * 8);
             numerators.push(next() as u32);
         }
