@@ -122,7 +122,11 @@ impl Table {
         let data_end = file_size - FOOTER_SIZE as u64;
         let path: Arc<Path> = Arc::from(path);
         let index_data = read_block(&*file, &path, data_end, footer.index, true)?;
-        let index = Arc::new(Block::new(index_data, path.clone(), footer.index.offset)?);
+        let mut index = Block::new(index_data, path.clone(), footer.index.offset)?;
+        if options.comparator.is_bytewise() {
+            index = index.with_fences();
+        }
+        let index = Arc::new(index);
         let filter = match &options.filter_policy {
             None => None,
             Some(policy) => {

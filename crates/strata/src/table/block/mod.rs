@@ -16,6 +16,9 @@ use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 
+mod fences;
+pub(crate) use fences::RestartFences;
+
 /// A parsed block.
 ///
 /// Invariants:
@@ -23,12 +26,16 @@ use crate::iter::InternalIterator;
 /// 2. If the block has entries, every restart offset is `< restarts_offset`, and they ascend.
 /// 3. If the block has entries, the first restart offset is 0.
 ///
-/// `repr(C)`: what every read of the block loads (the restart array's place, then the bytes'
-/// pointer, length and `in_mapping`, see [`BlockBytes`]) lies in its first 40 bytes.
+/// `repr(C)`: what every read of the block loads (the restart array's place, the fences,
+/// then the bytes' pointer, length and `in_mapping`, see [`BlockBytes`]) lies in its first 48
+/// bytes.
 #[repr(C)]
 pub struct Block {
     restarts_offset: usize,
     num_restarts: usize,
+    /// Set only on a table's index block, whose keys are internal keys in bytewise user order
+    /// and which is only searched in that order ([`Block::with_fences`]).
+    fences: Option<Box<RestartFences>>,
     data: BlockBytes,
     /// The file the block came from, and the block's offset in it, for error messages.
     file: Arc<Path>,
@@ -203,9 +210,21 @@ impl Block {
             data,
             restarts_offset,
             num_restarts,
+            fences: None,
             file,
             file_offset,
         })
+    }
+
+    /// This block with [`RestartFences`] over its restart keys, which its searches use to
+    /// narrow their binary search (if the keys allow: see [`RestartFences::build`]).
+    ///
+    /// Requires: the block's keys are internal keys whose user keys are in bytewise order, and
+    /// every search of it (`find`, a cursor's `seek`) compares in that order. A table calls this
+    /// for its index block only, and only when its comparator is bytewise.
+    pub(crate) fn with_fences(mut self) -> Block {
+        self.fences = RestartFences::build(&self).map(Box::new);
+        self
     }
 
     /// The block's size in bytes, as charged to the block cache.
@@ -302,7 +321,10 @@ impl Block {
     where
         C: Comparator + ?Sized,
     {
-        let (mut left, mut right) = (0, self.num_restarts - 1);
+        let (mut left, mut right) = match &self.fences {
+            Some(fences) => fences.narrow(target),
+            None => (0, self.num_restarts - 1),
+        };
         while left < right {
             let mid = left + (right - left).div_ceil(2);
             let offset = self.restart_point(mid);

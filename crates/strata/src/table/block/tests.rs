@@ -482,3 +482,148 @@ fn slice_keeps_what_find_hands_out_and_refuses_other_bytes() {
     let outside = b"v42".to_vec();
     assert!(other.slice(&outside).is_none());
 }
+
+/// An internal key: `user`, then a tag.
+fn ikey(user: &[u8], seqno: u64) -> Vec<u8> {
+    let mut k = Vec::new();
+    crate::key::append_internal_key(&mut k, user, seqno, crate::key::ValueKind::Value);
+    k
+}
+
+/// Index-like blocks whose user keys share prefixes of every length, repeat (one user key
+/// across blocks, different sequence numbers), end in a short successor (`"1"` after
+/// `"0…"`), or are empty.
+fn fenced_cases() -> Vec<Vec<Vec<u8>>> {
+    let mut cases: Vec<Vec<Vec<u8>>> = Vec::new();
+    let decimal: Vec<Vec<u8>> = (0..300u32)
+        .map(|i| format!("{:016}", i * 37).into_bytes())
+        .collect();
+    cases.push(decimal.clone());
+    let mut successor = decimal.clone();
+    successor.push(b"1".to_vec());
+    cases.push(successor);
+    // Windows that tie: keys differing only after the eighth byte past the prefix.
+    cases.push(
+        (0..50u32)
+            .map(|i| format!("pp{:02}xxxxxxxxxx{:03}", i / 10, i).into_bytes())
+            .collect(),
+    );
+    // Keys that are prefixes of one another, and the empty key.
+    cases.push(vec![
+        b"".to_vec(),
+        b"a".to_vec(),
+        b"ab".to_vec(),
+        b"ab\0".to_vec(),
+        b"ab\0\0".to_vec(),
+        b"abc".to_vec(),
+        b"abcdefghijk".to_vec(),
+        b"abcdefghijkl".to_vec(),
+        b"b".to_vec(),
+    ]);
+    cases.push(vec![b"only".to_vec()]);
+    // Two blocks ending on the same user key, and a last key after a long shared run.
+    cases.push(vec![
+        b"k1".to_vec(),
+        b"k2".to_vec(),
+        b"k2".to_vec(),
+        b"k2".to_vec(),
+        b"k3".to_vec(),
+    ]);
+    cases
+}
+
+/// The fences only narrow the search: a fenced index block answers every probe as the same
+/// block without fences does, under every restart interval the fences may meet.
+#[test]
+fn fenced_searches_answer_as_unfenced_ones() {
+    let cmp = crate::key::InternalKeyComparator::new(bytewise());
+    for users in fenced_cases() {
+        // Sequence numbers fall along repeated user keys, as in a table.
+        let keys: Vec<Vec<u8>> = users
+            .iter()
+            .enumerate()
+            .map(|(i, u)| ikey(u, 1_000 - i as u64))
+            .collect();
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.clone(), format!("h{i}").into_bytes()))
+            .collect();
+        let mut probes: Vec<Vec<u8>> = Vec::new();
+        for u in users.iter().chain([&b"".to_vec(), &b"0".to_vec(), &b"zzz".to_vec()]) {
+            for seqno in [0, 500, 999, 1_000, 2_000] {
+                probes.push(ikey(u, seqno));
+                probes.push(ikey(&[u.as_slice(), b"\0"].concat(), seqno));
+                probes.push(ikey(&[u.as_slice(), b"5"].concat(), seqno));
+                if let Some((_, shorter)) = u.split_last() {
+                    probes.push(ikey(shorter, seqno));
+                }
+            }
+        }
+        for interval in [1, 2, 16] {
+            let plain = parse(build(&entries, interval)).unwrap();
+            let fenced =
+                Arc::new(Block::new(build(&entries, interval), path(), 4096).unwrap().with_fences());
+            assert!(fenced.fences.is_some(), "{users:?}");
+            for probe in &probes {
+                let (a, b) = (
+                    plain.find(&cmp, probe, |k, v| (k.to_vec(), v.to_vec())),
+                    fenced.find(&cmp, probe, |k, v| (k.to_vec(), v.to_vec())),
+                );
+                assert_eq!(a.unwrap(), b.unwrap(), "probe {probe:?}, interval {interval}");
+                let (mut a, mut b) = (plain.iter(cmp_dyn()), fenced.iter(cmp_dyn()));
+                a.seek(probe);
+                b.seek(probe);
+                assert_eq!(a.valid(), b.valid());
+                if a.valid() {
+                    assert_eq!((a.key(), a.value()), (b.key(), b.value()));
+                }
+            }
+        }
+    }
+}
+
+fn cmp_dyn() -> Arc<dyn Comparator> {
+    Arc::new(crate::key::InternalKeyComparator::new(bytewise()))
+}
+
+/// Blocks whose keys cannot be fenced get none, and are searched as before: entries too short
+/// to be internal keys, and an empty block.
+#[test]
+fn blocks_that_cannot_be_fenced_get_no_fences() {
+    let short = vec![(b"abc".to_vec(), b"v".to_vec())];
+    let block = Block::new(build(&short, 16), path(), 0).unwrap().with_fences();
+    assert!(block.fences.is_none());
+    let empty = Block::new(build(&[], 16), path(), 0).unwrap().with_fences();
+    assert!(empty.fences.is_none());
+}
+
+/// On a table's index (decimal keys, a short successor last) the fences leave at most two
+/// restarts to compare whole, and the answer among them.
+#[test]
+fn fences_narrow_a_table_index_to_a_restart_or_two() {
+    let cmp = crate::key::InternalKeyComparator::new(bytewise());
+    let mut users: Vec<Vec<u8>> = (0..500u32)
+        .map(|i| format!("{:016}", 32_329 + i * 65).into_bytes())
+        .collect();
+    users.push(b"1".to_vec());
+    let entries: Vec<(Vec<u8>, Vec<u8>)> = users
+        .iter()
+        .map(|u| (ikey(u, 7), b"handle".to_vec()))
+        .collect();
+    let block = Block::new(build(&entries, 1), path(), 0)
+        .unwrap()
+        .with_fences();
+    let fences = block.fences.as_ref().expect("fenced");
+    let probes = users
+        .iter()
+        .flat_map(|u| [ikey(u, 9), ikey(u, 3), ikey(&[u.as_slice(), b"0"].concat(), 9)])
+        .chain([ikey(b"", 0), ikey(b"0", 0), ikey(b"2", 0)]);
+    for probe in probes {
+        let (left, right) = fences.narrow(&probe);
+        let plain = Block::new(build(&entries, 1), path(), 0).unwrap();
+        let exact = plain.last_restart_before(&cmp, &probe).unwrap();
+        assert!(left <= exact && exact <= right, "{probe:?}: {exact} not in {left}..={right}");
+        assert!(right - left <= 1, "{probe:?}: {left}..={right}");
+    }
+}

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! [`RestartFences`]: a dense summary of a block's restart keys that narrows the binary search
+//! over them without decoding entries.
+//!
+//! A table's index block holds one entry per data block, each a restart point (LevelDB writes
+//! index blocks with a restart interval of 1), so a point lookup's search there takes about
+//! log2(entries) steps, each decoding an entry at a scattered offset and comparing whole keys:
+//! most of a get whose data block is cached. The fences keep, for every restart key, the eight
+//! bytes of its user key that follow the prefix all of them share, as a big-endian `u64`: the
+//! search runs over that array (a few cache lines, integer comparisons) and compares whole
+//! keys only among restarts whose eight bytes tie with the target's.
+//!
+//! Valid only for internal keys whose user keys are in bytewise order: the table builds fences
+//! for its index block only when its comparator says it is bytewise.
+
+use std::cmp::Ordering;
+
+use super::{decode_entry, Block};
+use crate::key::TAG_LEN;
+
+/// Restart-key windows of one block.
+///
+/// Invariants: `1 <= windows.len() <= restarts`, the block's restart count; the user keys of
+/// the first `windows.len()` restarts (the covered ones) start with `prefix`; `windows[i]` is
+/// the user key of restart `i` after `prefix`, its first eight bytes zero-padded, big-endian;
+/// so `windows` is non-decreasing. The user keys of the restarts after the covered ones come
+/// after every user key that starts with `prefix`.
+///
+/// The last restart is left uncovered when that lengthens the prefix: a table's last index
+/// key is usually the short successor of its last key (`"1"` after `"0000…0647"`), which shares
+/// nothing with the others and would leave every window the same.
+pub(crate) struct RestartFences {
+    prefix: Box<[u8]>,
+    windows: Box<[u64]>,
+    restarts: usize,
+}
+
+impl std::fmt::Debug for RestartFences {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestartFences")
+            .field("prefix_len", &self.prefix.len())
+            .field("restarts", &self.windows.len())
+            .finish()
+    }
+}
+
+/// The first eight bytes of `bytes`, zero-padded, as a big-endian number: comparing two
+/// windows as numbers orders them as the bytes would be (ties aside).
+fn window(bytes: &[u8]) -> u64 {
+    let mut buf = [0u8; 8];
+    let n = bytes.len().min(8);
+    buf[..n].copy_from_slice(&bytes[..n]);
+    u64::from_be_bytes(buf)
+}
+
+impl RestartFences {
+    /// The fences of `block`'s restart keys, read as internal keys; `None` if the block has no
+    /// entries, or a restart entry does not decode whole or is too short to be an internal key
+    /// (the ordinary search then meets, and reports, the damage), or the restart keys are out
+    /// of order.
+    pub(crate) fn build(block: &Block) -> Option<RestartFences> {
+        if block.restarts_offset == 0 {
+            return None;
+        }
+        let mut keys = Vec::with_capacity(block.num_restarts);
+        for i in 0..block.num_restarts {
+            let offset = block.restart_point(i);
+            let h = decode_entry(&block.data, offset, block.restarts_offset)
+                .filter(|h| h.shared == 0 && h.non_shared >= TAG_LEN)?;
+            keys.push(&block.data[h.key_delta..h.value_start() - TAG_LEN]);
+        }
+        if keys.windows(2).any(|pair| pair[0] > pair[1]) {
+            return None;
+        }
+        let common = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        let first = keys[0];
+        let mut covered = keys.len();
+        let mut prefix_len = common(first, keys[covered - 1]);
+        // The last key shares less with the first than the one before it does: it differs from
+        // `first` within the longer prefix, and being larger, is larger there, so it comes
+        // after every key that starts with that prefix.
+        if covered > 2 && common(first, keys[covered - 2]) > prefix_len {
+            covered -= 1;
+            prefix_len = common(first, keys[covered - 1]);
+        }
+        Some(RestartFences {
+            prefix: first[..prefix_len].into(),
+            windows: keys[..covered]
+                .iter()
+                .map(|k| window(&k[prefix_len..]))
+                .collect(),
+            restarts: keys.len(),
+        })
+    }
+
+    /// The range `(left, right)` of restart indexes holding the last restart whose key is
+    /// before the internal key `target` (0 if none is), as [`Block::last_restart_before`]
+    /// answers it: restart `left` is before `target` or `left` is 0, and restart `right + 1`,
+    /// if there is one, is not before it.
+    pub(crate) fn narrow(&self, target: &[u8]) -> (usize, usize) {
+        let user = &target[..target.len().saturating_sub(TAG_LEN)];
+        let covered = self.windows.len();
+        let shared = self.prefix.len().min(user.len());
+        match user[..shared].cmp(&self.prefix[..shared]) {
+            // Before every covered key (so every key), or after all of them.
+            Ordering::Less => return (0, 0),
+            Ordering::Greater => return (covered - 1, self.restarts - 1),
+            Ordering::Equal if user.len() < self.prefix.len() => return (0, 0),
+            Ordering::Equal => {}
+        }
+        let q = window(&user[self.prefix.len()..]);
+        // Covered restarts before `lo` have smaller user keys (so smaller keys); from `hi` on,
+        // larger, as are all the uncovered ones (the user key starts with the prefix).
+        let lo = self.windows.partition_point(|&w| w < q);
+        let hi = lo + self.windows[lo..].partition_point(|&w| w == q);
+        let left = lo.saturating_sub(1);
+        (left, hi.saturating_sub(1).max(left))
+    }
+}
