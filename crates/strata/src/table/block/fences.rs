@@ -18,6 +18,10 @@ use std::cmp::Ordering;
 use super::{decode_entry, Block};
 use crate::key::TAG_LEN;
 
+/// Restarts whose windows tie with the target's that [`RestartFences::narrow`] steps over
+/// before it searches for the end of the ties instead.
+const TIES_STEPPED: usize = 4;
+
 /// Restart-key windows of one block.
 ///
 /// Invariants: `1 <= windows.len() <= restarts`, the block's restart count; the user keys of
@@ -112,7 +116,13 @@ impl RestartFences {
         // Covered restarts before `lo` have smaller user keys (so smaller keys); from `hi` on,
         // larger, as are all the uncovered ones (the user key starts with the prefix).
         let lo = self.windows.partition_point(|&w| w < q);
-        let hi = lo + self.windows[lo..].partition_point(|&w| w == q);
+        // Ties are few (keys that agree on eight bytes past the prefix): stepped over one by
+        // one, and searched for only when there are many.
+        let ties = &self.windows[lo..];
+        let mut hi = lo + ties.iter().take(TIES_STEPPED).take_while(|&&w| w == q).count();
+        if hi - lo == TIES_STEPPED {
+            hi = lo + ties.partition_point(|&w| w == q);
+        }
         let left = lo.saturating_sub(1);
         (left, hi.saturating_sub(1).max(left))
     }
