@@ -70,6 +70,17 @@ pub struct Flags {
     /// `row_cache`); 0, the default, is off. Engines without a row cache ignore it.
     #[arg(long, default_value_t = 0)]
     pub row_cache_size: usize,
+    /// Level-0 tables at which each write is delayed (strata's
+    /// `Options::l0_slowdown_writes_trigger`, RocksDB's `level0_slowdown_writes_trigger`);
+    /// unset, each engine's default (8 in strata and LevelDB, 20 in RocksDB). LevelDB's is fixed
+    /// at 8: it ignores the flag.
+    #[arg(long)]
+    pub l0_slowdown_writes_trigger: Option<usize>,
+    /// Level-0 tables at which writes stop for a compaction (strata's
+    /// `Options::l0_stop_writes_trigger`, RocksDB's `level0_stop_writes_trigger`); unset, each
+    /// engine's default (12 in strata and LevelDB, 36 in RocksDB). LevelDB ignores it.
+    #[arg(long)]
+    pub l0_stop_writes_trigger: Option<usize>,
     /// Bloom filter bits per key; negative means no filter.
     #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     pub bloom_bits: i64,
@@ -150,6 +161,8 @@ impl Flags {
             value_size: self.value_size,
             copying_reads: self.copying_reads,
             row_cache_size: self.row_cache_size,
+            l0_slowdown_writes_trigger: self.l0_slowdown_writes_trigger,
+            l0_stop_writes_trigger: self.l0_stop_writes_trigger,
         }
     }
 }

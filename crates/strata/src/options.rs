@@ -69,6 +69,20 @@ pub struct Options {
     pub block_size: usize,
     /// Keys between restart points in a block. Default: 16; at least 1.
     pub block_restart_interval: usize,
+    /// Level-0 tables at which each write is delayed by about 1 ms (once per write), so that
+    /// compaction catches up before writes must stop: LevelDB's slowdown. Default: 8, as in
+    /// LevelDB.
+    ///
+    /// Higher values let a burst of writes run on while level 0 grows, and each compaction of
+    /// level 0 then merges more tables at once, rewriting level 1 fewer times. The price is
+    /// paid by reads while the burst lasts: a get looks into every level-0 table whose range
+    /// holds its key (a bloom filter makes each look cheap). Measured in docs/benchmarks.md,
+    /// "Level-0 triggers". RocksDB's defaults are 20 and 36.
+    pub l0_slowdown_writes_trigger: usize,
+    /// Level-0 tables at which writes wait for a compaction of level 0. Default: 12, as in
+    /// LevelDB. Must be at least `l0_slowdown_writes_trigger`, and more than 4, the count at
+    /// which a compaction of level 0 starts.
+    pub l0_stop_writes_trigger: usize,
     /// Bytes written to one table before a compaction starts the next. Default: 2 MiB; clamped
     /// to [1 MiB, 1 GiB].
     pub max_file_size: usize,
@@ -122,6 +136,8 @@ impl Default for Options {
             row_cache_capacity: 0,
             block_size: 4096,
             block_restart_interval: 16,
+            l0_slowdown_writes_trigger: 8,
+            l0_stop_writes_trigger: 12,
             max_file_size: 2 << 20,
             compression: Compression::Snappy,
             filter_policy: None,
@@ -148,6 +164,11 @@ impl fmt::Debug for Options {
             .field("row_cache_capacity", &self.row_cache_capacity)
             .field("block_size", &self.block_size)
             .field("block_restart_interval", &self.block_restart_interval)
+            .field(
+                "l0_slowdown_writes_trigger",
+                &self.l0_slowdown_writes_trigger,
+            )
+            .field("l0_stop_writes_trigger", &self.l0_stop_writes_trigger)
             .field("max_file_size", &self.max_file_size)
             .field("compression", &self.compression)
             .field(
@@ -180,6 +201,19 @@ impl Options {
 
     /// Clamps sizes into LevelDB's ranges and rejects settings that cannot work.
     pub(crate) fn sanitized(&self) -> Result<Options> {
+        if self.l0_stop_writes_trigger <= 4 {
+            return Err(Error::invalid_argument(format!(
+                "l0_stop_writes_trigger must be more than 4 (the level-0 tables that start a \
+                 compaction), not {}",
+                self.l0_stop_writes_trigger
+            )));
+        }
+        if self.l0_slowdown_writes_trigger > self.l0_stop_writes_trigger {
+            return Err(Error::invalid_argument(format!(
+                "l0_slowdown_writes_trigger ({}) must not exceed l0_stop_writes_trigger ({})",
+                self.l0_slowdown_writes_trigger, self.l0_stop_writes_trigger
+            )));
+        }
         if self.block_restart_interval == 0 {
             return Err(Error::invalid_argument(
                 "block_restart_interval must be at least 1",

@@ -328,6 +328,16 @@ fn run_one(
     if flags.no_verify_checksums {
         cmd.arg("--no_verify_checksums");
     }
+    // The engine knobs a comparison may set for every engine alike.
+    if flags.bloom_bits >= 0 {
+        cmd.arg(format!("--bloom_bits={}", flags.bloom_bits));
+    }
+    if let Some(n) = flags.l0_slowdown_writes_trigger {
+        cmd.arg(format!("--l0_slowdown_writes_trigger={n}"));
+    }
+    if let Some(n) = flags.l0_stop_writes_trigger {
+        cmd.arg(format!("--l0_stop_writes_trigger={n}"));
+    }
     // Configurations that set memory override the user's sizes; the others keep them.
     if !config.extra.iter().any(|f| f.starts_with("--cache_size")) {
         cmd.arg(format!("--cache_size={}", flags.cache_size));

@@ -165,6 +165,18 @@ fn every_engine_in_this_build_conforms() {
 }
 
 #[test]
+fn engines_with_raised_level0_triggers_conform() {
+    let config = EngineConfig {
+        l0_slowdown_writes_trigger: Some(20),
+        l0_stop_writes_trigger: Some(36),
+        ..EngineConfig::default()
+    };
+    for name in super::available() {
+        check_with(name, &config);
+    }
+}
+
+#[test]
 fn engines_with_a_row_cache_conform() {
     let config = EngineConfig {
         row_cache_size: 64 << 10,

@@ -60,6 +60,10 @@ pub struct EngineConfig {
     pub copying_reads: bool,
     /// The row cache of strata and RocksDB, in bytes (0: off). Other engines ignore it.
     pub row_cache_size: usize,
+    /// The level-0 slowdown and stop triggers of strata and RocksDB (`None`: the engine's
+    /// default). Other engines ignore them.
+    pub l0_slowdown_writes_trigger: Option<usize>,
+    pub l0_stop_writes_trigger: Option<usize>,
 }
 
 impl EngineConfig {
@@ -82,6 +86,8 @@ impl Default for EngineConfig {
             value_size: 100,
             copying_reads: false,
             row_cache_size: 0,
+            l0_slowdown_writes_trigger: None,
+            l0_stop_writes_trigger: None,
         }
     }
 }

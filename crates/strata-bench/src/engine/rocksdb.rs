@@ -60,6 +60,8 @@ extern "C" {
     fn rocksdb_options_destroy(o: *mut RawOptions);
     fn rocksdb_options_set_create_if_missing(o: *mut RawOptions, v: c_uchar);
     fn rocksdb_options_set_write_buffer_size(o: *mut RawOptions, v: usize);
+    fn rocksdb_options_set_level0_slowdown_writes_trigger(o: *mut RawOptions, n: c_int);
+    fn rocksdb_options_set_level0_stop_writes_trigger(o: *mut RawOptions, n: c_int);
     fn rocksdb_options_set_compression(o: *mut RawOptions, v: c_int);
     fn rocksdb_options_set_block_based_table_factory(o: *mut RawOptions, t: *mut RawTableOptions);
     fn rocksdb_block_based_options_create() -> *mut RawTableOptions;
@@ -181,6 +183,12 @@ impl RocksDbEngine {
                 rocksdb_block_based_options_set_filter_policy(table, policy);
             }
             rocksdb_options_set_block_based_table_factory(options, table);
+            if let Some(n) = config.l0_slowdown_writes_trigger {
+                rocksdb_options_set_level0_slowdown_writes_trigger(options, trigger(n));
+            }
+            if let Some(n) = config.l0_stop_writes_trigger {
+                rocksdb_options_set_level0_stop_writes_trigger(options, trigger(n));
+            }
             let row_cache = if config.row_cache_size > 0 {
                 let row_cache = rocksdb_cache_create_lru(config.row_cache_size);
                 rocksdb_options_set_row_cache(options, row_cache);
@@ -413,4 +421,9 @@ impl Engine for RocksDbEngine {
             Some(s)
         }
     }
+}
+
+/// A level-0 trigger as RocksDB's C API takes it (an `int`; larger counts are clamped).
+fn trigger(n: usize) -> c_int {
+    c_int::try_from(n).unwrap_or(c_int::MAX)
 }

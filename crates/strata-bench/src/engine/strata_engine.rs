@@ -43,6 +43,12 @@ impl StrataEngine {
             },
             ..Options::default()
         };
+        if let Some(n) = config.l0_slowdown_writes_trigger {
+            options.l0_slowdown_writes_trigger = n;
+        }
+        if let Some(n) = config.l0_stop_writes_trigger {
+            options.l0_stop_writes_trigger = n;
+        }
         if let Some(bits) = config.bloom_bits {
             options = options.with_bloom_filter(bits);
         }

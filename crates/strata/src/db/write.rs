@@ -31,11 +31,6 @@ use crate::log::LogWriter;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 
-/// Level-0 file count at which each write is delayed by 1 ms.
-pub(crate) const L0_SLOWDOWN_TRIGGER: usize = 8;
-/// Level-0 file count at which writes wait for a compaction.
-pub(crate) const L0_STOP_TRIGGER: usize = 12;
-
 /// A queued write.
 pub(crate) struct PendingWrite {
     /// The batch. Only the leader of the group touches it (to set its seqno when it commits
@@ -426,7 +421,7 @@ pub(crate) fn make_room_for_write<'a>(
             return (state, Err(e));
         }
         let l0_files = state.versions.current_ref().num_files(0);
-        if allow_delay && l0_files >= L0_SLOWDOWN_TRIGGER {
+        if allow_delay && l0_files >= inner.options.l0_slowdown_writes_trigger {
             // Near the stop trigger: give each write a little delay, once, rather than stop
             // one write for seconds later.
             allow_delay = false;
@@ -462,7 +457,7 @@ pub(crate) fn make_room_for_write<'a>(
                 .record_stall(Stall::MemtableStop, start.elapsed(), first);
             continue;
         }
-        if l0_files >= L0_STOP_TRIGGER {
+        if l0_files >= inner.options.l0_stop_writes_trigger {
             info!(
                 inner,
                 "too many level-0 files ({l0_files}); waiting for compaction"

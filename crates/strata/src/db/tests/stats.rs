@@ -329,10 +329,7 @@ fn level0_files_past_the_slowdown_trigger_delay_a_write() {
     let db = Db::open(DIR, opts).unwrap();
     let _open = OpenOnDrop(gate.clone());
     let l0 = db.stats().levels[0].file_count as usize;
-    assert!(
-        (write::L0_SLOWDOWN_TRIGGER..write::L0_STOP_TRIGGER).contains(&l0),
-        "{l0} level-0 files"
-    );
+    assert!((8..12).contains(&l0), "{l0} level-0 files");
     db.put("k", "v").unwrap();
     gate.store(false, Ordering::Release);
     let stalls = db.stats().stalls;
@@ -353,7 +350,7 @@ fn level0_files_at_the_stop_trigger_stop_writes_until_compaction() {
     .with_env(gated_env(&env, &gate));
     let db = Db::open(DIR, opts).unwrap();
     let _open = OpenOnDrop(gate.clone());
-    assert!(db.stats().levels[0].file_count as usize >= write::L0_STOP_TRIGGER);
+    assert!(db.stats().levels[0].file_count as usize >= 12);
     std::thread::scope(|s| {
         // Large values, to fill the memtable in a few writes (each is slowed down by 1 ms):
         // the switch to a new memtable is what waits for level 0.
@@ -373,4 +370,87 @@ fn level0_files_at_the_stop_trigger_stop_writes_until_compaction() {
         "{stalls:?}"
     );
     assert!(stalls.l0_slowdown_count >= 1, "{stalls:?}");
+}
+
+/// With the slowdown trigger raised past the level-0 tables there are, the write that the
+/// default trigger delays goes through at once.
+#[test]
+fn a_raised_slowdown_trigger_lets_the_write_through_undelayed() {
+    let env = MemEnv::new();
+    log_of_level0_tables(&env, 3800);
+    let gate = Arc::new(AtomicBool::new(true));
+    let opts = Options {
+        write_buffer_size: 32 << 10,
+        l0_slowdown_writes_trigger: 20,
+        l0_stop_writes_trigger: 36,
+        ..options(&env)
+    }
+    .with_env(gated_env(&env, &gate));
+    let db = Db::open(DIR, opts).unwrap();
+    let _open = OpenOnDrop(gate.clone());
+    let l0 = db.stats().levels[0].file_count as usize;
+    assert!((8..20).contains(&l0), "{l0} level-0 files");
+    db.put("k", "v").unwrap();
+    gate.store(false, Ordering::Release);
+    let stalls = db.stats().stalls;
+    assert_eq!(
+        (stalls.l0_slowdown_count, stalls.l0_stop_count),
+        (0, 0),
+        "{stalls:?}"
+    );
+}
+
+/// A lowered slowdown trigger delays a write with fewer level-0 tables than the default's 8.
+#[test]
+fn a_lowered_slowdown_trigger_delays_the_write_sooner() {
+    let env = MemEnv::new();
+    log_of_level0_tables(&env, 2300);
+    let gate = Arc::new(AtomicBool::new(true));
+    let opts = Options {
+        write_buffer_size: 32 << 10,
+        l0_slowdown_writes_trigger: 5,
+        ..options(&env)
+    }
+    .with_env(gated_env(&env, &gate));
+    let db = Db::open(DIR, opts).unwrap();
+    let _open = OpenOnDrop(gate.clone());
+    let l0 = db.stats().levels[0].file_count as usize;
+    assert!((5..8).contains(&l0), "{l0} level-0 files");
+    db.put("k", "v").unwrap();
+    gate.store(false, Ordering::Release);
+    let stalls = db.stats().stalls;
+    assert_eq!(stalls.l0_slowdown_count, 1, "{stalls:?}");
+}
+
+/// Level-0 triggers that cannot work are refused at open, naming the option and its value:
+/// a stop at or below the 4 tables that start a compaction would wait forever, and a
+/// slowdown past the stop never comes.
+#[test]
+fn level0_triggers_that_cannot_work_are_refused() {
+    let env = MemEnv::new();
+    for (slowdown, stop, names) in [
+        (4, 4, "l0_stop_writes_trigger must be more than 4"),
+        (8, 0, "l0_stop_writes_trigger must be more than 4"),
+        (
+            13,
+            12,
+            "l0_slowdown_writes_trigger (13) must not exceed l0_stop_writes_trigger (12)",
+        ),
+    ] {
+        let opts = Options {
+            l0_slowdown_writes_trigger: slowdown,
+            l0_stop_writes_trigger: stop,
+            ..options(&env)
+        };
+        let err = Db::open(DIR, opts).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+        assert!(err.to_string().contains(names), "{err}");
+    }
+    // The edges that work: no slowdown phase at all, and the lowest stop.
+    let opts = Options {
+        l0_slowdown_writes_trigger: 5,
+        l0_stop_writes_trigger: 5,
+        ..options(&env)
+    };
+    Db::open(DIR, opts).unwrap();
 }
