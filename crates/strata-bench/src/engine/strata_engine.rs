@@ -45,6 +45,8 @@ impl StrataEngine {
         };
         if let Some(n) = config.l0_slowdown_writes_trigger {
             options.l0_slowdown_writes_trigger = n;
+            // A slowdown past the default stop raises the stop with it, as RocksDB does.
+            options.l0_stop_writes_trigger = options.l0_stop_writes_trigger.max(n);
         }
         if let Some(n) = config.l0_stop_writes_trigger {
             options.l0_stop_writes_trigger = n;

@@ -65,9 +65,10 @@ pub struct LevelStats {
 }
 
 /// Writes held up because the tree was behind: LevelDB's slowdown (each write delayed by
-/// about 1 ms while level 0 has 8 files or more) and its stops (writes wait for the
-/// background thread while level 0 has 12 files, or while the memtable is full and the
-/// previous one is still being flushed). Counted since the database opened.
+/// about 1 ms while level 0 has `Options::l0_slowdown_writes_trigger` files or more, 8 by
+/// default) and its stops (writes wait for the background thread while level 0 has
+/// `Options::l0_stop_writes_trigger` files, 12 by default, or while the memtable is full and
+/// the previous one is still being flushed). Counted since the database opened.
 ///
 /// A stop is counted once per write that waited, however many times it woke before it had
 /// room; its time is all of that wait. The flush that [`Db::compact_range`] starts takes its
@@ -90,11 +91,11 @@ pub struct LevelStats {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WriteStalls {
-    /// Writes delayed because level 0 reached the slowdown trigger (8 files).
+    /// Writes delayed because level 0 reached the slowdown trigger.
     pub l0_slowdown_count: u64,
     /// The time those delays took.
     pub l0_slowdown_time: Duration,
-    /// Writes that waited because level 0 reached the stop trigger (12 files).
+    /// Writes that waited because level 0 reached the stop trigger.
     pub l0_stop_count: u64,
     /// The time they waited.
     pub l0_stop_time: Duration,

@@ -43,7 +43,8 @@ impl std::fmt::Debug for RestartFences {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RestartFences")
             .field("prefix_len", &self.prefix.len())
-            .field("restarts", &self.windows.len())
+            .field("covered", &self.windows.len())
+            .field("restarts", &self.restarts)
             .finish()
     }
 }

@@ -430,7 +430,7 @@ impl ScratchKey {
         }
         let len = shared + delta.len();
         match &mut self.heap {
-            None if len <= STACK_KEY_BYTES => self.stack[shared..len].copy_from_slice(delta),
+            // Not on the heap yet: the fast path turned it away, so it no longer fits.
             None => {
                 let mut heap = Vec::with_capacity(len);
                 heap.extend_from_slice(&self.stack[..shared]);
