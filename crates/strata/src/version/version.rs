@@ -519,8 +519,7 @@ impl Version {
         out: &mut Vec<BoxedIter>,
     ) -> Result<()> {
         for f in self.files[0].iter() {
-            let table = table_cache.get(f.number, f.file_size)?;
-            out.push(Box::new(table.iter(options)));
+            out.push(Box::new(f.table(table_cache)?.iter(options)));
         }
         for level in 1..NUM_LEVELS {
             if !self.files[level].is_empty() {
