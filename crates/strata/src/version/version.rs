@@ -650,15 +650,7 @@ mod tests {
     /// answer.
     #[test]
     fn a_file_reaches_its_table_without_the_cache_while_it_is_open() {
-        let env = MemEnv::new();
-        env.create_dir_all(Path::new("/db")).unwrap();
-        let cache = TableCache::new(
-            Arc::new(env.clone()),
-            Path::new("/db"),
-            TableOptions::default(),
-            None,
-            100,
-        );
+        let (env, cache) = crate::cache::table_cache::tests::setup(100);
         let file = LiveFile::new(table_file(&env, 7, b"k", b"v"));
         let first = file.table(&cache).unwrap();
         let lookups = cache.hit_count() + cache.miss_count();

@@ -318,23 +318,44 @@ fn log_of_level0_tables(env: &MemEnv, entries: u32) {
     }
 }
 
-#[test]
-fn level0_files_past_the_slowdown_trigger_delay_a_write() {
+/// Opens a database whose log replays `entries` writes into level-0 tables, with the level-0
+/// `(slowdown, stop)` triggers given and compaction held back; checks that the level-0 table
+/// count lies in `l0`, writes one small entry, and returns the stalls counted.
+fn stalls_of_one_write(
+    entries: u32,
+    (slowdown, stop): (usize, usize),
+    l0: std::ops::Range<usize>,
+) -> crate::db::WriteStalls {
     let env = MemEnv::new();
-    log_of_level0_tables(&env, 3800);
+    log_of_level0_tables(&env, entries);
     let gate = Arc::new(AtomicBool::new(true));
     let opts = Options {
         write_buffer_size: 32 << 10,
+        l0_slowdown_writes_trigger: slowdown,
+        l0_stop_writes_trigger: stop,
         ..options(&env)
     }
     .with_env(gated_env(&env, &gate));
     let db = Db::open(DIR, opts).unwrap();
     let _open = OpenOnDrop(gate.clone());
-    let l0 = db.stats().levels[0].file_count as usize;
-    assert!((8..12).contains(&l0), "{l0} level-0 files");
+    let count = db.stats().levels[0].file_count as usize;
+    assert!(
+        l0.contains(&count),
+        "{count} level-0 files, expected {l0:?}"
+    );
     db.put("k", "v").unwrap();
     gate.store(false, Ordering::Release);
-    let stalls = db.stats().stalls;
+    db.stats().stalls
+}
+
+#[test]
+fn level0_files_past_the_slowdown_trigger_delay_a_write() {
+    let defaults = Options::default();
+    let triggers = (
+        defaults.l0_slowdown_writes_trigger,
+        defaults.l0_stop_writes_trigger,
+    );
+    let stalls = stalls_of_one_write(3800, triggers, 8..12);
     assert_eq!(stalls.l0_slowdown_count, 1, "{stalls:?}");
     assert!(stalls.l0_slowdown_time >= Duration::from_millis(1));
     assert_eq!(stalls.l0_stop_count, 0);
@@ -378,23 +399,7 @@ fn level0_files_at_the_stop_trigger_stop_writes_until_compaction() {
 /// default trigger delays goes through at once.
 #[test]
 fn a_raised_slowdown_trigger_lets_the_write_through_undelayed() {
-    let env = MemEnv::new();
-    log_of_level0_tables(&env, 3800);
-    let gate = Arc::new(AtomicBool::new(true));
-    let opts = Options {
-        write_buffer_size: 32 << 10,
-        l0_slowdown_writes_trigger: 20,
-        l0_stop_writes_trigger: 36,
-        ..options(&env)
-    }
-    .with_env(gated_env(&env, &gate));
-    let db = Db::open(DIR, opts).unwrap();
-    let _open = OpenOnDrop(gate.clone());
-    let l0 = db.stats().levels[0].file_count as usize;
-    assert!((8..20).contains(&l0), "{l0} level-0 files");
-    db.put("k", "v").unwrap();
-    gate.store(false, Ordering::Release);
-    let stalls = db.stats().stalls;
+    let stalls = stalls_of_one_write(3800, (20, 36), 8..20);
     assert_eq!(
         (stalls.l0_slowdown_count, stalls.l0_stop_count),
         (0, 0),
@@ -405,22 +410,7 @@ fn a_raised_slowdown_trigger_lets_the_write_through_undelayed() {
 /// A lowered slowdown trigger delays a write with fewer level-0 tables than the default's 8.
 #[test]
 fn a_lowered_slowdown_trigger_delays_the_write_sooner() {
-    let env = MemEnv::new();
-    log_of_level0_tables(&env, 2300);
-    let gate = Arc::new(AtomicBool::new(true));
-    let opts = Options {
-        write_buffer_size: 32 << 10,
-        l0_slowdown_writes_trigger: 5,
-        ..options(&env)
-    }
-    .with_env(gated_env(&env, &gate));
-    let db = Db::open(DIR, opts).unwrap();
-    let _open = OpenOnDrop(gate.clone());
-    let l0 = db.stats().levels[0].file_count as usize;
-    assert!((5..8).contains(&l0), "{l0} level-0 files");
-    db.put("k", "v").unwrap();
-    gate.store(false, Ordering::Release);
-    let stalls = db.stats().stalls;
+    let stalls = stalls_of_one_write(2300, (5, 12), 5..8);
     assert_eq!(stalls.l0_slowdown_count, 1, "{stalls:?}");
 }
 
