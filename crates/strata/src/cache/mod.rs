@@ -12,7 +12,7 @@
 mod block_cache;
 pub(crate) mod file_cache;
 pub(crate) mod row_cache;
-pub(crate) mod table_cache;
+mod table_cache;
 
 pub use block_cache::BlockCache;
 pub use table_cache::TableCache;

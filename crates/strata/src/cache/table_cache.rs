@@ -176,7 +176,7 @@ impl TableCache {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::env::MemEnv;
     use crate::key::{append_internal_key, ValueKind};
@@ -191,8 +191,7 @@ pub(crate) mod tests {
         b.finish(true).unwrap()
     }
 
-    /// A cache of the tables in `/db` of a new in-memory env, with default table options.
-    pub(crate) fn setup(max_open_files: usize) -> (MemEnv, TableCache) {
+    fn setup(max_open_files: usize) -> (MemEnv, TableCache) {
         let env = MemEnv::new();
         env.create_dir_all(Path::new("/db")).unwrap();
         let cache = TableCache::new(

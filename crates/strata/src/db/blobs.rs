@@ -460,8 +460,7 @@ pub(crate) fn newest_older_pointer(
         let covers = ucmp.compare(key, user_key(&f.smallest)).is_ge()
             && ucmp.compare(key, user_key(&f.largest)).is_le();
         if covers {
-            let table = inner.table_cache.get(f.number, f.file_size)?;
-            found = lookup_in_table(&table, &read, &seek_key, ucmp, 0)?;
+            found = lookup_in_table(&inner.table_cache, f, &read, &seek_key, ucmp, 0)?;
             if found.is_some() {
                 break;
             }

@@ -177,10 +177,6 @@ pub struct RowCacheStats {
 /// The table cache's figures (open tables, bounded by `Options::max_open_files`), as
 /// [`DbStats::table_cache`] reports them.
 ///
-/// A table is looked up in the cache the first time a version's file is read (and again if
-/// the cache has dropped it since); later reads of the file reach the open table directly and
-/// are not counted here.
-///
 /// # Example
 ///
 /// ```
@@ -197,7 +193,7 @@ pub struct RowCacheStats {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TableCacheStats {
-    /// Lookups of a table already open (see above: not every read looks up its table).
+    /// Lookups of a table already open.
     pub hit_count: u64,
     /// Lookups that opened their table (failed opens included).
     pub miss_count: u64,

@@ -27,20 +27,16 @@ pub(crate) fn level_iter(
     options: BlockReadOptions,
 ) -> LevelIter {
     TwoLevelIter::new(
-        LevelFileIter::new(icmp, files.clone()),
+        LevelFileIter::new(icmp, files),
         LevelTables {
-            files,
             table_cache,
             options,
         },
     )
 }
 
-/// Opens the tables of a level's files for [`LevelIter`] (each file's remembered table, else
-/// through the table cache: [`LiveFile::table`]).
+/// Opens the tables of a level's files, through the table cache, for [`LevelIter`].
 pub(crate) struct LevelTables {
-    /// The same files as the index cursor's.
-    files: Arc<[Arc<LiveFile>]>,
     table_cache: Arc<TableCache>,
     options: BlockReadOptions,
 }
@@ -48,18 +44,17 @@ pub(crate) struct LevelTables {
 impl SecondLevel for LevelTables {
     type Index = LevelFileIter;
     type Iter = TableIter;
-    /// The file's place in the level.
-    type Id = usize;
+    /// The file's number and size.
+    type Id = (u64, u64);
 
-    fn id(&self, index: &LevelFileIter) -> Result<usize> {
-        Ok(index.index)
+    fn id(&self, index: &LevelFileIter) -> Result<(u64, u64)> {
+        let f = index.file();
+        Ok((f.number, f.file_size))
     }
 
     #[inline]
-    fn open(&self, index: usize) -> Result<TableIter> {
-        Ok(self.files[index]
-            .table(&self.table_cache)?
-            .iter(self.options))
+    fn open(&self, (number, size): (u64, u64)) -> Result<TableIter> {
+        Ok(self.table_cache.get(number, size)?.iter(self.options))
     }
 }
 

@@ -13,7 +13,7 @@
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex};
 
 use super::edit::{FileMetaData, NUM_LEVELS};
 use super::level_iter::level_iter;
@@ -25,7 +25,7 @@ use crate::key::{
     append_internal_key, user_key, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind,
 };
 use crate::range_del::{Fragments, RangeTombstone};
-use crate::table::{BlockReadOptions, BlockSlice, Table};
+use crate::table::{BlockReadOptions, BlockSlice};
 
 /// A table in a version, with its seek allowance.
 #[derive(Debug)]
@@ -37,10 +37,6 @@ pub(crate) struct LiveFile {
     /// the table was written: it holds no entry they delete (`VersionEdit::
     /// range_deletion_horizons`). 0 for a table written before any.
     pub(crate) range_deletion_horizon: SeqNo,
-    /// The open table a lookup last got from the table cache, held weakly: while the cache (or
-    /// a cursor) keeps it open, a lookup reaches it with one reference count instead of a
-    /// cache search. Set once; once the table is dropped, lookups go through the cache again.
-    table: OnceLock<Weak<Table>>,
 }
 
 impl LiveFile {
@@ -56,23 +52,7 @@ impl LiveFile {
             meta,
             allowed_seeks: AtomicI64::new(allowed),
             range_deletion_horizon,
-            table: OnceLock::new(),
         })
-    }
-
-    /// The file's open table: the one the last lookup got, if it is still open, else the table
-    /// cache's (which opens it if needed).
-    ///
-    /// # Errors
-    /// As [`TableCache::get`].
-    #[inline]
-    pub(crate) fn table(&self, table_cache: &TableCache) -> Result<Arc<Table>> {
-        if let Some(table) = self.table.get().and_then(Weak::upgrade) {
-            return Ok(table);
-        }
-        let table = table_cache.get(self.meta.number, self.meta.file_size)?;
-        let _ = self.table.set(Arc::downgrade(&table));
-        Ok(table)
     }
 }
 
@@ -303,8 +283,7 @@ impl Version {
                 Some(first) if charge.is_none() => charge = Some(first),
                 Some(_) => {}
             }
-            let table = file.table(table_cache)?;
-            lookup_in_table(&table, options, &seek_key, ucmp, floor)
+            lookup_in_table(table_cache, &file.meta, options, &seek_key, ucmp, floor)
         };
 
         // Level 0, newest file first (invariant 1).
@@ -519,7 +498,8 @@ impl Version {
         out: &mut Vec<BoxedIter>,
     ) -> Result<()> {
         for f in self.files[0].iter() {
-            out.push(Box::new(f.table(table_cache)?.iter(options)));
+            let table = table_cache.get(f.number, f.file_size)?;
+            out.push(Box::new(table.iter(options)));
         }
         for level in 1..NUM_LEVELS {
             if !self.files[level].is_empty() {
@@ -560,17 +540,19 @@ impl Version {
     }
 }
 
-/// The newest entry of `table` for the user key of `seek_key` (an internal key whose
+/// The newest entry of table `file` for the user key of `seek_key` (an internal key whose
 /// seqno bounds the entries seen), if the table holds one; an entry below `floor` (the seqno
 /// of a range deletion covering the key, or 0) is [`TableLookup::Deleted`].
 pub(crate) fn lookup_in_table(
-    table: &Table,
+    table_cache: &TableCache,
+    file: &FileMetaData,
     options: &BlockReadOptions,
     seek_key: &[u8],
     ucmp: &dyn Comparator,
     floor: SeqNo,
 ) -> Result<Option<TableLookup>> {
     let user_key = user_key_of(seek_key);
+    let table = table_cache.get(file.number, file.file_size)?;
     let found = table.get_in_block(options, seek_key, |block, k, v| {
         let parsed = ParsedInternalKey::parse(k)?;
         if ucmp.compare(parsed.user_key, user_key) != CmpOrdering::Equal {
@@ -621,62 +603,4 @@ pub(crate) fn find_file(
     internal_key: &[u8],
 ) -> usize {
     files.partition_point(|f| icmp.compare(&f.largest, internal_key) == CmpOrdering::Less)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use super::*;
-    use crate::comparator::BytewiseComparator;
-    use crate::env::{Env, MemEnv};
-    use crate::table::{TableBuilder, TableOptions};
-    use crate::version::set::new_table_meta;
-
-    /// A table of one entry, `key` -> `value`, as file `number` under /db.
-    fn table_file(env: &MemEnv, number: u64, key: &[u8], value: &[u8]) -> FileMetaData {
-        let path = crate::filename::table_file(Path::new("/db"), number);
-        let file = env.new_writable_file(&path).unwrap();
-        let mut b = TableBuilder::new(TableOptions::default(), file);
-        let mut ikey = Vec::new();
-        append_internal_key(&mut ikey, key, 1, ValueKind::Value);
-        b.add(&ikey, value).unwrap();
-        let size = b.finish(true).unwrap();
-        new_table_meta(number, size, ikey.clone(), ikey)
-    }
-
-    /// A file's remembered table is the cache's while anything holds it open, even once the
-    /// cache evicted it; once it is dropped, lookups reopen it through the cache and still
-    /// answer.
-    #[test]
-    fn a_file_reaches_its_table_without_the_cache_while_it_is_open() {
-        let (env, cache) = crate::cache::table_cache::tests::setup(100);
-        let file = LiveFile::new(table_file(&env, 7, b"k", b"v"));
-        let first = file.table(&cache).unwrap();
-        let lookups = cache.hit_count() + cache.miss_count();
-        let again = file.table(&cache).unwrap();
-        assert!(Arc::ptr_eq(&first, &again));
-        assert_eq!(cache.hit_count() + cache.miss_count(), lookups, "no cache search");
-        // Evicted but held: still the same open table.
-        cache.evict(7);
-        drop(again);
-        assert!(Arc::ptr_eq(&first, &file.table(&cache).unwrap()));
-        // Dropped everywhere: the cache opens it again, and lookups answer as before.
-        drop(first);
-        let reopened = file.table(&cache).unwrap();
-        assert_eq!(cache.open_count(), 1);
-        let mut seek = Vec::new();
-        append_internal_key(&mut seek, b"k", 1, ValueKind::FOR_SEEK);
-        let read = BlockReadOptions {
-            verify_checksums: true,
-            fill_cache: true,
-        };
-        let found = lookup_in_table(&reopened, &read, &seek, &BytewiseComparator, 0);
-        let value = match found.unwrap() {
-            Some(TableLookup::Value(v)) => v.to_vec(),
-            Some(TableLookup::CopiedValue(v)) => v,
-            other => panic!("{other:?}"),
-        };
-        assert_eq!(value, b"v");
-    }
 }

@@ -119,10 +119,8 @@ fn repeated_reads_hit_the_caches() {
         a.usage_bytes > 0 && a.capacity_bytes == Options::default().block_cache_capacity as u64
     );
     let inserts = a.insert_count;
-    // The table is looked up in the table cache once; the file remembers it after that.
     let (b, a) = (&before.table_cache, &after.table_cache);
-    assert!(a.hit_count - b.hit_count <= 1, "{b:?} -> {a:?}");
-    assert_eq!(a.miss_count, b.miss_count, "{b:?} -> {a:?}");
+    assert!(a.hit_count - b.hit_count >= 9, "{b:?} -> {a:?}");
     assert_eq!(a.open_count, 1);
     // A read that does not fill the cache inserts nothing.
     let uncached = ReadOptions {
