@@ -155,7 +155,7 @@ impl Comparator for BytewiseComparator {
     }
 
     fn find_shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]) {
-        let common = start.iter().zip(limit).take_while(|(a, b)| a == b).count();
+        let common = common_prefix_len(start, limit);
         if common >= start.len().min(limit.len()) {
             // One is a prefix of the other: no shorter separator.
             return;
@@ -201,6 +201,11 @@ pub(crate) fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
         }
     }
     a.len().cmp(&b.len())
+}
+
+/// The length of the longest prefix `a` and `b` share.
+pub(crate) fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// The default comparator, shared.

@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::filter::{BloomFilterPolicy, FilterPolicy};
 use crate::snapshot::Snapshot;
 use crate::table::{Compression, TableOptions};
+use crate::version::version::L0_COMPACTION_TRIGGER;
 
 /// How a database is opened and how it writes its files.
 ///
@@ -77,7 +78,7 @@ pub struct Options {
     /// level 0 then merges more tables at once, rewriting level 1 fewer times. The price is
     /// paid by reads while the burst lasts: a get looks into every level-0 table whose range
     /// holds its key (a bloom filter makes each look cheap). Measured in docs/benchmarks.md,
-    /// "Level-0 triggers". RocksDB's defaults are 20 and 36.
+    /// "The same knobs in every engine". RocksDB's defaults are 20 and 36.
     pub l0_slowdown_writes_trigger: usize,
     /// Level-0 tables at which writes wait for a compaction of level 0. Default: 12, as in
     /// LevelDB. Must be at least `l0_slowdown_writes_trigger`, and more than 4, the count at
@@ -201,10 +202,10 @@ impl Options {
 
     /// Clamps sizes into LevelDB's ranges and rejects settings that cannot work.
     pub(crate) fn sanitized(&self) -> Result<Options> {
-        if self.l0_stop_writes_trigger <= 4 {
+        if self.l0_stop_writes_trigger <= L0_COMPACTION_TRIGGER {
             return Err(Error::invalid_argument(format!(
-                "l0_stop_writes_trigger must be more than 4 (the level-0 tables that start a \
-                 compaction), not {}",
+                "l0_stop_writes_trigger must be more than {L0_COMPACTION_TRIGGER} (the level-0 \
+                 tables that start a compaction), not {}",
                 self.l0_stop_writes_trigger
             )));
         }

@@ -127,6 +127,10 @@ pub(crate) struct BlobFileState {
     pub(crate) garbage_bytes: u64,
 }
 
+/// Level-0 tables at which level 0 is due for compaction (its score reaches 1). The level-0
+/// stop trigger must exceed it, or writers would wait for a compaction never scheduled.
+pub(crate) const L0_COMPACTION_TRIGGER: usize = 4;
+
 /// The byte budget of level `level` (>= 1): 10 MiB at L1, ten times more per level.
 pub(crate) fn max_bytes_for_level(level: usize) -> f64 {
     let mut result = 10.0 * 1_048_576.0;
@@ -235,14 +239,14 @@ impl Version {
     }
 
     /// Scores each level's need for compaction (LevelDB's policy): level 0 by file count over
-    /// 4, deeper levels by bytes over their budget. The highest score wins; ties go to the lower
+    /// [`L0_COMPACTION_TRIGGER`], deeper levels by bytes over their budget. The highest score wins; ties go to the lower
     /// level.
     fn compute_compaction_score(&mut self) {
         let mut best_level = 0;
         let mut best_score = -1.0;
         for level in 0..NUM_LEVELS - 1 {
             let score = if level == 0 {
-                self.files[0].len() as f64 / 4.0
+                self.files[0].len() as f64 / L0_COMPACTION_TRIGGER as f64
             } else {
                 total_file_size(&self.files[level]) as f64 / max_bytes_for_level(level)
             };

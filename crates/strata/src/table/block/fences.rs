@@ -16,6 +16,7 @@
 use std::cmp::Ordering;
 
 use super::{decode_entry, Block};
+use crate::comparator::common_prefix_len;
 use crate::key::TAG_LEN;
 
 /// Restarts whose windows tie with the target's that [`RestartFences::narrow`] steps over
@@ -77,16 +78,15 @@ impl RestartFences {
         if keys.windows(2).any(|pair| pair[0] > pair[1]) {
             return None;
         }
-        let common = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
         let first = keys[0];
         let mut covered = keys.len();
-        let mut prefix_len = common(first, keys[covered - 1]);
+        let mut prefix_len = common_prefix_len(first, keys[covered - 1]);
         // The last key shares less with the first than the one before it does: it differs from
         // `first` within the longer prefix, and being larger, is larger there, so it comes
         // after every key that starts with that prefix.
-        if covered > 2 && common(first, keys[covered - 2]) > prefix_len {
+        if covered > 2 && common_prefix_len(first, keys[covered - 2]) > prefix_len {
             covered -= 1;
-            prefix_len = common(first, keys[covered - 1]);
+            prefix_len = common_prefix_len(first, keys[covered - 1]);
         }
         Some(RestartFences {
             prefix: first[..prefix_len].into(),

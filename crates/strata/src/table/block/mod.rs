@@ -720,7 +720,7 @@ impl BlockIter {
         } else {
             self.run[pos - 1].key_end
         };
-        self.key.clear();
+        // From nothing shared: always rebuilds.
         self.key
             .rebuild(0, &self.run_keys[key_start..entry.key_end]);
         self.current = entry.offset;

@@ -627,3 +627,48 @@ fn fences_narrow_a_table_index_to_a_restart_or_two() {
         assert!(right - left <= 1, "{probe:?}: {left}..={right}");
     }
 }
+
+/// Fences built over a damaged index block (every single bit flipped, the checksum that would
+/// catch it bypassed) never panic, and the fenced block answers every probe exactly as the
+/// unfenced one does: the same entry, or the same error.
+#[test]
+fn fences_over_damaged_blocks_answer_as_unfenced_ones() {
+    let cmp = crate::key::InternalKeyComparator::new(bytewise());
+    let mut users: Vec<Vec<u8>> = (0..24u32)
+        .map(|i| format!("{:016}", 100 + i * 7).into_bytes())
+        .collect();
+    users.push(b"1".to_vec());
+    let entries: Vec<(Vec<u8>, Vec<u8>)> = users
+        .iter()
+        .map(|u| (ikey(u, 5), b"hv".to_vec()))
+        .collect();
+    let probes: Vec<Vec<u8>> = users
+        .iter()
+        .step_by(3)
+        .flat_map(|u| [ikey(u, 9), ikey(&[u.as_slice(), b"5"].concat(), 9)])
+        .chain([ikey(b"", 0), ikey(b"2", 0)])
+        .collect();
+    for interval in [1, 4] {
+        let original = build(&entries, interval);
+        let mut fenced_count = 0;
+        for bit in 0..original.len() * 8 {
+            let mut data = original.clone();
+            data[bit / 8] ^= 1 << (bit % 8);
+            let (Ok(plain), Ok(fenced)) = (
+                Block::new(data.clone(), path(), 0),
+                Block::new(data, path(), 0).map(Block::with_fences),
+            ) else {
+                continue;
+            };
+            fenced_count += usize::from(fenced.fences.is_some());
+            for probe in &probes {
+                let answer = |b: &Block| {
+                    b.find(&cmp, probe, |k, v| (k.to_vec(), v.to_vec()))
+                        .map_err(|e| e.to_string())
+                };
+                assert_eq!(answer(&plain), answer(&fenced), "bit {bit}, probe {probe:?}");
+            }
+        }
+        assert!(fenced_count > 0, "some damaged blocks must still get fences");
+    }
+}
