@@ -116,10 +116,12 @@ pub struct WriteStalls {
 /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
 /// db.put("k", "v".repeat(1000))?; // compresses: a block stored uncompressed is read in place
 /// db.compact_range(None, None)?; // into a table
+/// db.get("k")?; // the door keeper remembers the block
+/// db.get("k")?; // read again: the block is cached now
 /// db.get("k")?;
-/// db.get("k")?; // the block is cached now
 /// let cache = db.stats().block_cache;
 /// assert!(cache.hit_count >= 1 && cache.insert_count >= 1, "{cache:?}");
+/// assert!(cache.deferred_count >= 1, "{cache:?}");
 /// assert!(cache.usage_bytes <= cache.capacity_bytes);
 /// # Ok::<(), strata::Error>(())
 /// ```
@@ -132,6 +134,9 @@ pub struct BlockCacheStats {
     pub miss_count: u64,
     /// Blocks put in the cache.
     pub insert_count: u64,
+    /// Blocks read at their first recent miss and not put in the cache: a block is cached
+    /// when it misses again soon after (`BlockCache::offer`).
+    pub deferred_count: u64,
     /// Bytes of blocks the cache holds now.
     pub usage_bytes: u64,
     /// The most bytes it holds.
@@ -491,6 +496,7 @@ pub(crate) fn collect(inner: &DbInner) -> DbStats {
             hit_count: block_cache.hit_count(),
             miss_count: block_cache.miss_count(),
             insert_count: block_cache.insert_count(),
+            deferred_count: block_cache.deferred_count(),
             usage_bytes: block_cache.usage() as u64,
             capacity_bytes: block_cache.capacity() as u64,
         },

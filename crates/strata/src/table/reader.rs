@@ -201,7 +201,7 @@ impl Table {
         let block = Arc::new(block);
         if options.fill_cache {
             if let Some(cache) = &self.cache {
-                cache.insert(self.cache_id, handle.offset, block.clone());
+                cache.offer(self.cache_id, handle.offset, &block);
             }
         }
         Ok(block)
