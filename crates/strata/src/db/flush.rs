@@ -177,6 +177,14 @@ pub(crate) fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) 
             inner
                 .counters
                 .record_flush(flushed.0, flushed.1, start.elapsed());
+            if let Some(filter) = imm.key_filter() {
+                let table = state.versions.current_ref().files[flushed.0]
+                    .iter()
+                    .find(|f| f.number == number);
+                if let Some(table) = table {
+                    let _ = table.key_filter.set(filter.clone());
+                }
+            }
             // A cursor made before the flush may still read the memtable's pointers.
             if let Some(imm) = state.imm.take().filter(|m| m.holds_blob_pointers()) {
                 let named = imm.blob_files();

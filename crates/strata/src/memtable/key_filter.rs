@@ -19,6 +19,11 @@
 //!
 //! Only for bytewise comparators: a bloom filter answers for equal bytes, and a custom
 //! comparator may call different bytes equal.
+//!
+//! The filter outlives its memtable: the level-0 table the memtable is flushed to keeps it
+//! (`LiveFile::key_filter`), so that a lookup of a key the table does not hold skips the
+//! table as it skipped the memtable. It is complete by then (the memtable takes no more
+//! writes), so every user key of the table is in it.
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,6 +37,14 @@ const HASH_SEED: u64 = 0x5172_a7a0_f11e_7e25;
 /// A bloom filter of user keys, one word per key. Invariant: `words.len()` is a power of two.
 pub(crate) struct KeyFilter {
     words: Box<[AtomicU64]>,
+}
+
+impl std::fmt::Debug for KeyFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyFilter")
+            .field("bytes", &(self.words.len() * 8))
+            .finish()
+    }
 }
 
 impl KeyFilter {

@@ -7,7 +7,7 @@
 //! skiplist's writer mutex); reads and iterators take no lock.
 
 mod arena;
-mod key_filter;
+pub(crate) mod key_filter;
 mod skiplist;
 mod sync;
 
@@ -54,8 +54,9 @@ pub(crate) struct MemTable {
     /// large values) take this lock, never a read.
     blob_files: Mutex<Vec<u64>>,
     /// The user keys added, for point lookups to skip the skiplist when a key is not here.
-    /// `None` for a non-bytewise comparator, and where no lookups are made (repair).
-    key_filter: Option<KeyFilter>,
+    /// `None` for a non-bytewise comparator, and where no lookups are made (repair). Shared
+    /// with the level-0 table the memtable is flushed to ([`MemTable::key_filter`]).
+    key_filter: Option<Arc<KeyFilter>>,
     /// The range deletions added, in seqno order. Only `add_batch` (the writer's turn) and a
     /// flush take the lock, never a read.
     range_tombstones: Mutex<Vec<RangeTombstone>>,
@@ -92,11 +93,18 @@ impl MemTable {
         let key_filter = comparator
             .user_comparator()
             .is_bytewise()
-            .then(|| KeyFilter::for_write_buffer(write_buffer_size));
+            .then(|| Arc::new(KeyFilter::for_write_buffer(write_buffer_size)));
         MemTable {
             key_filter,
             ..MemTable::new(comparator)
         }
+    }
+
+    /// The filter of the user keys added, if the memtable keeps one. Once the memtable is
+    /// immutable it names every user key the memtable holds, and so every user key of the
+    /// table it is flushed to.
+    pub(crate) fn key_filter(&self) -> Option<&Arc<KeyFilter>> {
+        self.key_filter.as_ref()
     }
 
     #[cfg(test)]

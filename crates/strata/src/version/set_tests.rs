@@ -312,3 +312,44 @@ fn another_comparator_is_refused() {
     );
     assert!(matches!(recover(&env), Err(Error::InvalidArgument(_))));
 }
+
+#[test]
+fn a_moved_table_keeps_its_key_filter_and_a_new_one_has_none() {
+    let icmp = InternalKeyComparator::new(bytewise());
+    let meta = |number: u64, key: &[u8]| {
+        let mut smallest = Vec::new();
+        append_internal_key(&mut smallest, key, 1, ValueKind::Value);
+        FileMetaData {
+            number,
+            file_size: 100,
+            smallest: smallest.clone(),
+            largest: smallest,
+        }
+    };
+    let flushed = Version::empty(icmp.clone());
+    let mut builder = Builder::new(&icmp, &flushed);
+    builder.apply(&VersionEdit {
+        new_files: vec![(0, meta(5, b"a")), (0, meta(6, b"b"))],
+        ..VersionEdit::default()
+    });
+    let base = builder.finish(Path::new("/db/MANIFEST-000002")).unwrap();
+    let filter = Arc::new(crate::memtable::key_filter::KeyFilter::for_write_buffer(4096));
+    filter.insert(b"a");
+    base.files[0][0].key_filter.set(filter.clone()).unwrap();
+    assert!(base.files[0][1].key_filter.get().is_none());
+
+    // Table 5 moves to level 1; table 6 is compacted into table 7.
+    let mut builder = Builder::new(&icmp, &base);
+    builder.apply(&VersionEdit {
+        deleted_files: [(0, 5), (0, 6)].into_iter().collect(),
+        new_files: vec![(1, meta(5, b"a")), (1, meta(7, b"b"))],
+        ..VersionEdit::default()
+    });
+    let next = builder.finish(Path::new("/db/MANIFEST-000002")).unwrap();
+    let moved = next.files[1].iter().find(|f| f.number == 5).unwrap();
+    assert!(Arc::ptr_eq(moved.key_filter.get().unwrap(), &filter));
+    assert!(moved.may_hold(b"a"));
+    let rewritten = next.files[1].iter().find(|f| f.number == 7).unwrap();
+    assert!(rewritten.key_filter.get().is_none());
+    assert!(rewritten.may_hold(b"anything"), "no filter rules nothing out");
+}

@@ -13,7 +13,7 @@
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::edit::{FileMetaData, NUM_LEVELS};
 use super::level_iter::level_iter;
@@ -24,6 +24,7 @@ use crate::iter::BoxedIter;
 use crate::key::{
     append_internal_key, user_key, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind,
 };
+use crate::memtable::key_filter::KeyFilter;
 use crate::range_del::{Fragments, RangeTombstone};
 use crate::table::{BlockReadOptions, BlockSlice};
 
@@ -37,6 +38,12 @@ pub(crate) struct LiveFile {
     /// the table was written: it holds no entry they delete (`VersionEdit::
     /// range_deletion_horizons`). 0 for a table written before any.
     pub(crate) range_deletion_horizon: SeqNo,
+    /// The key filter of the memtable the table was flushed from, if it had one: every user
+    /// key of the table may be in it, so a point lookup of a key it rules out skips the
+    /// table (no table cache lookup, no index search, no data block). Kept in memory only: a
+    /// table reopened, or rewritten by compaction, has none. Set once, just after the flush
+    /// installs the table; a lookup before then reads the table as if there were none.
+    pub(crate) key_filter: OnceLock<Arc<KeyFilter>>,
 }
 
 impl LiveFile {
@@ -52,7 +59,16 @@ impl LiveFile {
             meta,
             allowed_seeks: AtomicI64::new(allowed),
             range_deletion_horizon,
+            key_filter: OnceLock::new(),
         })
+    }
+
+    /// False if the table holds no entry of `user_key`, by its key filter; true if it may.
+    #[inline]
+    pub(crate) fn may_hold(&self, user_key: &[u8]) -> bool {
+        self.key_filter
+            .get()
+            .is_none_or(|filter| filter.may_contain(user_key))
     }
 }
 
@@ -290,10 +306,13 @@ impl Version {
             lookup_in_table(table_cache, &file.meta, options, &seek_key, ucmp, floor)
         };
 
-        // Level 0, newest file first (invariant 1).
+        // Level 0, newest file first (invariant 1). A table its key filter rules out is not
+        // read and not charged a seek: LevelDB charges a table its bloom filter skips, but
+        // this skip costs one load, so compacting the table would not make reads cheaper.
         for file in self.files[0].iter().rev() {
             if ucmp.compare(user_key, user_key_of(&file.smallest)) != CmpOrdering::Less
                 && ucmp.compare(user_key, user_key_of(&file.largest)) != CmpOrdering::Greater
+                && file.may_hold(user_key)
             {
                 if let Some(answer) = search(file, 0)? {
                     return Ok((answer, to_charge(charge)));
@@ -306,7 +325,9 @@ impl Version {
             let Some(file) = files.get(index) else {
                 continue;
             };
-            if ucmp.compare(user_key, user_key_of(&file.smallest)) == CmpOrdering::Less {
+            if ucmp.compare(user_key, user_key_of(&file.smallest)) == CmpOrdering::Less
+                || !file.may_hold(user_key)
+            {
                 continue;
             }
             if let Some(answer) = search(file, level)? {

@@ -447,3 +447,50 @@ fn level0_triggers_that_cannot_work_are_refused() {
     };
     Db::open(DIR, opts).unwrap();
 }
+
+#[test]
+fn a_flushed_table_keeps_its_memtables_key_filter_until_reopened() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, options(&env)).unwrap();
+    for i in 0..1000u32 {
+        db.put(format!("k{i:04}a"), "v").unwrap();
+    }
+    crate::db::flush::flush_now(&db.inner).unwrap();
+    let table = |db: &Db| {
+        let view = db.inner.view.load();
+        let files: Vec<_> = view
+            .version
+            .files
+            .iter()
+            .flat_map(|l| l.iter())
+            .cloned()
+            .collect();
+        assert_eq!(files.len(), 1);
+        files[0].clone()
+    };
+    assert!(table(&db).key_filter.get().is_some());
+
+    // Keys the table does not hold (between keys it holds) are ruled out before the table
+    // cache is asked; the filter's false positives (about 1%) may read the table.
+    let before = db.stats().table_cache.hit_count;
+    for i in 0..1000u32 {
+        assert_eq!(db.get(format!("k{i:04}b")).unwrap(), None);
+    }
+    let probed = db.stats().table_cache.hit_count - before;
+    assert!(probed <= 30, "{probed} of 1,000 absent keys read the table");
+    let before = db.stats().table_cache.hit_count;
+    for i in 0..1000u32 {
+        assert_eq!(
+            db.get(format!("k{i:04}a")).unwrap().as_deref(),
+            Some(&b"v"[..])
+        );
+    }
+    assert_eq!(db.stats().table_cache.hit_count - before, 1000);
+
+    // Reopened, the table has no filter and answers alike.
+    drop(db);
+    let db = Db::open(DIR, options(&env)).unwrap();
+    assert!(table(&db).key_filter.get().is_none());
+    assert_eq!(db.get("k0001b").unwrap(), None);
+    assert_eq!(db.get("k0999a").unwrap().as_deref(), Some(&b"v"[..]));
+}
