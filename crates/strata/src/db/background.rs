@@ -419,6 +419,14 @@ fn run_compaction<'a>(
                 Ok(()) => {
                     let took = start.elapsed();
                     (inner.counters).record_compaction(output_level, read, written, took);
+                    // The inputs leave the table cache (and are unmapped, unless a reader
+                    // holds one) before readers see the outputs: readers fault the outputs'
+                    // pages in at once, and holding both sets mapped meanwhile would raise the
+                    // process's peak resident memory by the compaction's output. A reader of
+                    // an older version reopens an input it still needs.
+                    for (_, number) in &c.edit.deleted_files {
+                        inner.table_cache.evict(*number);
+                    }
                     inner.publish_view(&state);
                     // The plan's version kept the inputs live: let it go first, so that the
                     // inputs no reader holds are deleted now.

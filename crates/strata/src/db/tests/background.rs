@@ -344,3 +344,29 @@ fn tables_a_finished_read_let_go_of_are_gone_once_compactions_are_waited_for() {
         "tables a finished read let go of were left on disk"
     );
 }
+
+#[test]
+fn a_compactions_inputs_leave_the_table_cache_even_while_a_cursor_holds_them() {
+    let env = MemEnv::new();
+    let db = overlapping_tables(&env);
+    assert_eq!(db.stats().table_cache.open_count, 2);
+    // The cursor holds the version with both tables: they stay live (not deleted).
+    let mut cursor = db.iter_opt(&r()).unwrap();
+    db.compact_range(None, None).unwrap();
+    let after = files_per_level(&db);
+    assert_eq!(after.iter().sum::<usize>(), 1, "{after:?}");
+    // Only the output is open in the cache: the inputs were let go when the output was
+    // installed, though the cursor's version still lists them.
+    assert_eq!(db.stats().table_cache.open_count, 1);
+    // The cursor still reads its version, reopening the inputs it reaches.
+    cursor.seek_to_first();
+    let mut entries = 0;
+    while cursor.valid() {
+        let expected = if cursor.key()[3].is_multiple_of(2) { b'b' } else { b'a' };
+        assert_eq!(cursor.value(), &[expected; 1000][..], "{:?}", cursor.key());
+        entries += 1;
+        cursor.next();
+    }
+    cursor.status().unwrap();
+    assert_eq!(entries, 200);
+}
