@@ -72,13 +72,13 @@ pub struct Flags {
     pub row_cache_size: usize,
     /// Level-0 tables at which each write is delayed (strata's
     /// `Options::l0_slowdown_writes_trigger`, RocksDB's `level0_slowdown_writes_trigger`);
-    /// unset, each engine's default (8 in strata and LevelDB, 20 in RocksDB). LevelDB's is fixed
-    /// at 8: it ignores the flag.
+    /// unset, each engine's default (20 in strata and RocksDB). LevelDB's is fixed at 8: it
+    /// ignores the flag.
     #[arg(long)]
     pub l0_slowdown_writes_trigger: Option<usize>,
     /// Level-0 tables at which writes stop for a compaction (strata's
     /// `Options::l0_stop_writes_trigger`, RocksDB's `level0_stop_writes_trigger`); unset, each
-    /// engine's default (12 in strata and LevelDB, 36 in RocksDB). LevelDB ignores it.
+    /// engine's default (36 in strata and RocksDB). LevelDB's is fixed at 12: it ignores it.
     #[arg(long)]
     pub l0_stop_writes_trigger: Option<usize>,
     /// Bloom filter bits per key; negative means no filter.

@@ -165,10 +165,10 @@ fn every_engine_in_this_build_conforms() {
 }
 
 #[test]
-fn engines_with_raised_level0_triggers_conform() {
+fn engines_with_leveldbs_level0_triggers_conform() {
     let config = EngineConfig {
-        l0_slowdown_writes_trigger: Some(20),
-        l0_stop_writes_trigger: Some(36),
+        l0_slowdown_writes_trigger: Some(8),
+        l0_stop_writes_trigger: Some(12),
         ..EngineConfig::default()
     };
     for name in super::available() {

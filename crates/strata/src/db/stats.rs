@@ -65,9 +65,9 @@ pub struct LevelStats {
 }
 
 /// Writes held up because the tree was behind: LevelDB's slowdown (each write delayed by
-/// about 1 ms while level 0 has `Options::l0_slowdown_writes_trigger` files or more, 8 by
+/// about 1 ms while level 0 has `Options::l0_slowdown_writes_trigger` files or more, 20 by
 /// default) and its stops (writes wait for the background thread while level 0 has
-/// `Options::l0_stop_writes_trigger` files, 12 by default, or while the memtable is full and
+/// `Options::l0_stop_writes_trigger` files, 36 by default, or while the memtable is full and
 /// the previous one is still being flushed). Counted since the database opened.
 ///
 /// A stop is counted once per write that waited, however many times it woke before it had

@@ -362,7 +362,11 @@ fn a_compactions_inputs_leave_the_table_cache_even_while_a_cursor_holds_them() {
     cursor.seek_to_first();
     let mut entries = 0;
     while cursor.valid() {
-        let expected = if cursor.key()[3].is_multiple_of(2) { b'b' } else { b'a' };
+        let expected = if cursor.key()[3].is_multiple_of(2) {
+            b'b'
+        } else {
+            b'a'
+        };
         assert_eq!(cursor.value(), &[expected; 1000][..], "{:?}", cursor.key());
         entries += 1;
         cursor.next();

@@ -349,14 +349,12 @@ fn stalls_of_one_write(
     db.stats().stalls
 }
 
+/// LevelDB's level-0 triggers (strata's defaults are RocksDB's, 20 and 36).
+const LEVELDB_TRIGGERS: (usize, usize) = (8, 12);
+
 #[test]
 fn level0_files_past_the_slowdown_trigger_delay_a_write() {
-    let defaults = Options::default();
-    let triggers = (
-        defaults.l0_slowdown_writes_trigger,
-        defaults.l0_stop_writes_trigger,
-    );
-    let stalls = stalls_of_one_write(3800, triggers, 8..12);
+    let stalls = stalls_of_one_write(3800, LEVELDB_TRIGGERS, 8..12);
     assert_eq!(stalls.l0_slowdown_count, 1, "{stalls:?}");
     assert!(stalls.l0_slowdown_time >= Duration::from_millis(1));
     assert_eq!(stalls.l0_stop_count, 0);
@@ -369,6 +367,8 @@ fn level0_files_at_the_stop_trigger_stop_writes_until_compaction() {
     let gate = Arc::new(AtomicBool::new(true));
     let opts = Options {
         write_buffer_size: 32 << 10,
+        l0_slowdown_writes_trigger: LEVELDB_TRIGGERS.0,
+        l0_stop_writes_trigger: LEVELDB_TRIGGERS.1,
         ..options(&env)
     }
     .with_env(gated_env(&env, &gate));
@@ -396,11 +396,17 @@ fn level0_files_at_the_stop_trigger_stop_writes_until_compaction() {
     assert!(stalls.l0_slowdown_count >= 1, "{stalls:?}");
 }
 
-/// With the slowdown trigger raised past the level-0 tables there are, the write that the
-/// default trigger delays goes through at once.
+/// With the slowdown trigger raised past the level-0 tables there are (the default, 20),
+/// the write that LevelDB's trigger delays goes through at once.
 #[test]
 fn a_raised_slowdown_trigger_lets_the_write_through_undelayed() {
-    let stalls = stalls_of_one_write(3800, (20, 36), 8..20);
+    let defaults = Options::default();
+    let triggers = (
+        defaults.l0_slowdown_writes_trigger,
+        defaults.l0_stop_writes_trigger,
+    );
+    assert_eq!(triggers, (20, 36));
+    let stalls = stalls_of_one_write(3800, triggers, 8..20);
     assert_eq!(
         (stalls.l0_slowdown_count, stalls.l0_stop_count),
         (0, 0),
@@ -408,7 +414,7 @@ fn a_raised_slowdown_trigger_lets_the_write_through_undelayed() {
     );
 }
 
-/// A lowered slowdown trigger delays a write with fewer level-0 tables than the default's 8.
+/// A lowered slowdown trigger delays a write with fewer level-0 tables than LevelDB's 8.
 #[test]
 fn a_lowered_slowdown_trigger_delays_the_write_sooner() {
     let stalls = stalls_of_one_write(2300, (5, 12), 5..8);
