@@ -88,6 +88,27 @@ pub fn append_internal_key(dst: &mut Vec<u8>, user_key: &[u8], seqno: SeqNo, kin
     put_fixed64(dst, pack_tag(seqno, kind));
 }
 
+/// The longest internal seek key [`with_seek_key`] builds on the stack.
+const STACK_SEEK_KEY_BYTES: usize = 128;
+
+/// Calls `f` with the internal key that seeks to the newest entry of `user_key` at or below
+/// `seqno` (`user_key ‖ tag(seqno, FOR_SEEK)`), built on the stack for user keys of up to 120
+/// bytes and on the heap for longer ones: a point lookup needs it only while it searches.
+#[inline]
+pub(crate) fn with_seek_key<R>(user_key: &[u8], seqno: SeqNo, f: impl FnOnce(&[u8]) -> R) -> R {
+    let n = user_key.len();
+    if n + 8 <= STACK_SEEK_KEY_BYTES {
+        let mut stack = [0u8; STACK_SEEK_KEY_BYTES];
+        stack[..n].copy_from_slice(user_key);
+        stack[n..n + 8].copy_from_slice(&pack_tag(seqno, ValueKind::FOR_SEEK).to_le_bytes());
+        f(&stack[..n + 8])
+    } else {
+        let mut heap = Vec::with_capacity(n + 8);
+        append_internal_key(&mut heap, user_key, seqno, ValueKind::FOR_SEEK);
+        f(&heap)
+    }
+}
+
 /// An internal key borrowed from a buffer, parsed into its parts.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ParsedInternalKey<'a> {
@@ -230,6 +251,16 @@ impl Comparator for InternalKeyComparator {
 mod tests {
     use super::*;
     use crate::comparator::bytewise;
+
+    #[test]
+    fn seek_keys_on_the_stack_and_on_the_heap_are_the_internal_key() {
+        // Around the stack's 120-byte limit for user keys, and the empty key.
+        for len in [0, 1, 16, 119, 120, 121, 500] {
+            let user: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let built = with_seek_key(&user, 77, |k| k.to_vec());
+            assert_eq!(built, ikey(&user, 77, ValueKind::FOR_SEEK), "length {len}");
+        }
+    }
 
     fn ikey(user: &[u8], seqno: SeqNo, kind: ValueKind) -> Vec<u8> {
         let mut out = Vec::new();

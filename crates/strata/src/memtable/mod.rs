@@ -25,8 +25,7 @@ use crate::range_del::{Fragments, RangeTombstone};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{
-    append_internal_key, pack_tag, user_key, InternalKeyComparator, ParsedInternalKey, SeqNo,
-    ValueKind,
+    pack_tag, user_key, with_seek_key, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind,
 };
 use key_filter::KeyFilter;
 use skiplist::{Cursor, ListOwner, SkipList};
@@ -241,23 +240,8 @@ impl MemTable {
         {
             return None;
         }
-        // The seek key lives on the stack for ordinary key sizes.
-        const STACK_KEY_BYTES: usize = 128;
-        let mut stack = [0u8; STACK_KEY_BYTES];
-        let heap;
-        let seek: &[u8] = if user_key.len() + 8 <= STACK_KEY_BYTES {
-            let n = user_key.len();
-            stack[..n].copy_from_slice(user_key);
-            stack[n..n + 8].copy_from_slice(&pack_tag(snapshot, ValueKind::FOR_SEEK).to_le_bytes());
-            &stack[..n + 8]
-        } else {
-            let mut k = Vec::with_capacity(user_key.len() + 8);
-            append_internal_key(&mut k, user_key, snapshot, ValueKind::FOR_SEEK);
-            heap = k;
-            &heap
-        };
         let mut cursor = Cursor::new(&self.list);
-        cursor.seek(seek);
+        with_seek_key(user_key, snapshot, |seek| cursor.seek(seek));
         if !cursor.valid() {
             return None;
         }
@@ -369,6 +353,7 @@ mod tests {
     use super::*;
     use crate::comparator::bytewise;
     use crate::iter::contract::check_against_model;
+    use crate::key::append_internal_key;
 
     fn memtable() -> Arc<MemTable> {
         Arc::new(MemTable::new(InternalKeyComparator::new(bytewise())))

@@ -22,7 +22,8 @@ use crate::comparator::Comparator;
 use crate::error::Result;
 use crate::iter::BoxedIter;
 use crate::key::{
-    append_internal_key, user_key, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind,
+    append_internal_key, user_key, with_seek_key, InternalKeyComparator, ParsedInternalKey, SeqNo,
+    ValueKind,
 };
 use crate::memtable::key_filter::KeyFilter;
 use crate::range_del::{Fragments, RangeTombstone};
@@ -282,16 +283,28 @@ impl Version {
 
     /// Looks `user_key` up as of `snapshot`: level-0 files newest first, then one file per
     /// deeper level. Returns the answer and the seek to charge, if any.
-    pub(crate) fn get<'v>(
-        &'v self,
+    pub(crate) fn get(
+        &self,
         options: &BlockReadOptions,
         table_cache: &TableCache,
         user_key: &[u8],
         snapshot: SeqNo,
         floor: SeqNo,
     ) -> Result<(TableLookup, Option<SeekCharge>)> {
-        let mut seek_key = Vec::with_capacity(user_key.len() + 8);
-        append_internal_key(&mut seek_key, user_key, snapshot, ValueKind::FOR_SEEK);
+        with_seek_key(user_key, snapshot, |seek_key| {
+            self.get_at(options, table_cache, user_key, seek_key, floor)
+        })
+    }
+
+    /// [`get`](Self::get) with its internal seek key built.
+    fn get_at<'v>(
+        &'v self,
+        options: &BlockReadOptions,
+        table_cache: &TableCache,
+        user_key: &[u8],
+        seek_key: &[u8],
+        floor: SeqNo,
+    ) -> Result<(TableLookup, Option<SeekCharge>)> {
         let ucmp = self.user_cmp();
         // The first file read, and the one to charge once a second file is read; borrowed
         // from the version so that a lookup clones no `Arc` unless it charges a seek.
@@ -303,7 +316,7 @@ impl Version {
                 Some(first) if charge.is_none() => charge = Some(first),
                 Some(_) => {}
             }
-            lookup_in_table(table_cache, &file.meta, options, &seek_key, ucmp, floor)
+            lookup_in_table(table_cache, &file.meta, options, seek_key, ucmp, floor)
         };
 
         // Level 0, newest file first (invariant 1). A table its key filter rules out is not
@@ -321,7 +334,7 @@ impl Version {
         }
         for level in 1..NUM_LEVELS {
             let files = &self.files[level];
-            let index = find_file(&self.icmp, files, &seek_key);
+            let index = find_file(&self.icmp, files, seek_key);
             let Some(file) = files.get(index) else {
                 continue;
             };
