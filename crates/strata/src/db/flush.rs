@@ -177,8 +177,12 @@ pub(crate) fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) 
             inner
                 .counters
                 .record_flush(flushed.0, flushed.1, start.elapsed());
-            if let Some(filter) = imm.key_filter() {
-                let table = state.versions.current_ref().files[flushed.0]
+            // Only a level-0 table keeps the filter: every get may look into each of them,
+            // while a table placed deeper is one of many a get picks by range, and the
+            // filters of all of them would be memory without bound (1/64 of the write
+            // buffer per table).
+            if let (0, Some(filter)) = (flushed.0, imm.key_filter()) {
+                let table = state.versions.current_ref().files[0]
                     .iter()
                     .find(|f| f.number == number);
                 if let Some(table) = table {

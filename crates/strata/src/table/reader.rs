@@ -36,7 +36,8 @@ pub struct BlockReadOptions {
     /// block cache is not read from the file). A block stored uncompressed in a mapped table is
     /// read in place from the mapping on every read, and verified on every read.
     pub verify_checksums: bool,
-    /// Put blocks read from the file into the block cache.
+    /// Offer blocks read from the file to the block cache, which keeps a block at its second
+    /// recent offer ([`BlockCache::offer`]).
     pub fill_cache: bool,
 }
 

@@ -315,27 +315,22 @@ impl<'a> Builder<'a> {
     }
 
     fn apply(&mut self, edit: &VersionEdit) {
-        // A table moved to another level keeps its horizon unless the edit gives one, and
-        // keeps its key filter.
-        let mut moved = BTreeMap::new();
+        // A table moved to another level keeps its horizon unless the edit gives one (not
+        // its key filter: only level-0 tables keep one, see `LiveFile::key_filter`).
+        let mut moved_horizons = BTreeMap::new();
         for &(level, number) in &edit.deleted_files {
             if let Some(f) = self.levels[level].remove(&number) {
-                moved.insert(number, f);
+                moved_horizons.insert(number, f.range_deletion_horizon);
             }
         }
         let horizons: BTreeMap<u64, SeqNo> = edit.range_deletion_horizons.iter().copied().collect();
         for (level, meta) in &edit.new_files {
-            let before = moved.get(&meta.number);
             let horizon = horizons
                 .get(&meta.number)
+                .or(moved_horizons.get(&meta.number))
                 .copied()
-                .or(before.map(|f| f.range_deletion_horizon))
                 .unwrap_or(0);
-            let file = LiveFile::with_horizon(meta.clone(), horizon);
-            if let Some(filter) = before.and_then(|f| f.key_filter.get()) {
-                let _ = file.key_filter.set(filter.clone());
-            }
-            self.levels[*level].insert(meta.number, file);
+            self.levels[*level].insert(meta.number, LiveFile::with_horizon(meta.clone(), horizon));
         }
         for seqno in &edit.dropped_range_tombstones {
             self.range_tombstones.remove(seqno);

@@ -39,11 +39,13 @@ pub(crate) struct LiveFile {
     /// the table was written: it holds no entry they delete (`VersionEdit::
     /// range_deletion_horizons`). 0 for a table written before any.
     pub(crate) range_deletion_horizon: SeqNo,
-    /// The key filter of the memtable the table was flushed from, if it had one: every user
-    /// key of the table may be in it, so a point lookup of a key it rules out skips the
-    /// table (no table cache lookup, no index search, no data block). Kept in memory only: a
-    /// table reopened, or rewritten by compaction, has none. Set once, just after the flush
-    /// installs the table; a lookup before then reads the table as if there were none.
+    /// For a level-0 table flushed since the database opened, the key filter of the memtable
+    /// it was flushed from (bytewise comparators only): every user key of the table may be in
+    /// it, so a point lookup of a key it rules out skips the table (no table cache lookup, no
+    /// index search, no data block). Kept in memory only, and only at level 0, where every
+    /// get may look into every table: a table found at open, flushed during recovery, placed
+    /// or moved below level 0, or rewritten by compaction has none. Set once, just after the
+    /// flush installs the table; a lookup before then reads the table as if there were none.
     pub(crate) key_filter: OnceLock<Arc<KeyFilter>>,
 }
 
@@ -338,9 +340,7 @@ impl Version {
             let Some(file) = files.get(index) else {
                 continue;
             };
-            if ucmp.compare(user_key, user_key_of(&file.smallest)) == CmpOrdering::Less
-                || !file.may_hold(user_key)
-            {
+            if ucmp.compare(user_key, user_key_of(&file.smallest)) == CmpOrdering::Less {
                 continue;
             }
             if let Some(answer) = search(file, level)? {

@@ -104,20 +104,6 @@ fn wait_for_level1_compaction(db: &Db) -> Vec<usize> {
 fn lookups_that_read_two_files_trigger_a_seek_compaction() {
     let env = MemEnv::new();
     let db = overlapping_tables(&env);
-    // The level-1 table was flushed, and keeps its memtable's key filter: a lookup of an odd
-    // key (which it does not hold) skips it, reads one file and charges nothing (false
-    // positives aside: far fewer than the 100 seeks it is allowed).
-    for i in (1..199).step_by(2).cycle().take(300) {
-        assert_eq!(
-            db.get_opt(format!("k{i:03}").as_bytes(), &r()).unwrap(),
-            Some(vec![b'a'; 1000])
-        );
-    }
-    std::thread::sleep(std::time::Duration::from_millis(50));
-    assert_eq!(files_per_level(&db), [0, 1, 1, 0, 0, 0, 0]);
-    // Reopened, the table has no filter, and lookups read it.
-    drop(db);
-    let db = Db::open(DIR, options(&env)).unwrap();
     // The level-1 table is small, so its allowance is LevelDB's minimum of 100 seeks. Lookups
     // of even keys stop at level 1 and charge nothing.
     for _ in 0..3 {
