@@ -598,19 +598,34 @@ fn blocks_that_cannot_be_fenced_get_no_fences() {
     assert!(empty.fences.is_none());
 }
 
+/// The user keys and entries of a table-shaped index block: `count` 16-digit decimal keys
+/// from `first`, `step` apart, then LevelDB's short successor `"1"` as the last key; each
+/// entry's internal key at `seqno`, its value `handle` (a stand-in).
+#[allow(clippy::type_complexity)]
+fn index_shaped(
+    count: u32,
+    first: u32,
+    step: u32,
+    seqno: u64,
+    handle: &[u8],
+) -> (Vec<Vec<u8>>, Vec<(Vec<u8>, Vec<u8>)>) {
+    let mut users: Vec<Vec<u8>> = (0..count)
+        .map(|i| format!("{:016}", first + i * step).into_bytes())
+        .collect();
+    users.push(b"1".to_vec());
+    let entries = users
+        .iter()
+        .map(|u| (ikey(u, seqno), handle.to_vec()))
+        .collect();
+    (users, entries)
+}
+
 /// On a table's index (decimal keys, a short successor last) the fences leave at most two
 /// restarts to compare whole, and the answer among them.
 #[test]
 fn fences_narrow_a_table_index_to_a_restart_or_two() {
     let cmp = crate::key::InternalKeyComparator::new(bytewise());
-    let mut users: Vec<Vec<u8>> = (0..500u32)
-        .map(|i| format!("{:016}", 32_329 + i * 65).into_bytes())
-        .collect();
-    users.push(b"1".to_vec());
-    let entries: Vec<(Vec<u8>, Vec<u8>)> = users
-        .iter()
-        .map(|u| (ikey(u, 7), b"handle".to_vec()))
-        .collect();
+    let (users, entries) = index_shaped(500, 32_329, 65, 7, b"handle");
     let block = Block::new(build(&entries, 1), path(), 0)
         .unwrap()
         .with_fences();
@@ -634,14 +649,7 @@ fn fences_narrow_a_table_index_to_a_restart_or_two() {
 #[test]
 fn fences_over_damaged_blocks_answer_as_unfenced_ones() {
     let cmp = crate::key::InternalKeyComparator::new(bytewise());
-    let mut users: Vec<Vec<u8>> = (0..24u32)
-        .map(|i| format!("{:016}", 100 + i * 7).into_bytes())
-        .collect();
-    users.push(b"1".to_vec());
-    let entries: Vec<(Vec<u8>, Vec<u8>)> = users
-        .iter()
-        .map(|u| (ikey(u, 5), b"hv".to_vec()))
-        .collect();
+    let (users, entries) = index_shaped(24, 100, 7, 5, b"hv");
     let probes: Vec<Vec<u8>> = users
         .iter()
         .step_by(3)
