@@ -258,8 +258,8 @@ impl Version {
     }
 
     /// Scores each level's need for compaction (LevelDB's policy): level 0 by file count over
-    /// [`L0_COMPACTION_TRIGGER`], deeper levels by bytes over their budget. The highest score wins; ties go to the lower
-    /// level.
+    /// [`L0_COMPACTION_TRIGGER`], deeper levels by bytes over their budget. The highest score
+    /// wins; ties go to the lower level.
     fn compute_compaction_score(&mut self) {
         let mut best_level = 0;
         let mut best_score = -1.0;
@@ -364,29 +364,24 @@ impl Version {
                     && ucmp.compare(user_key, user_key_of(&f.largest)) != CmpOrdering::Greater
             })
             .map(|f| (f, 0));
-        let mut seek_key = Vec::with_capacity(user_key.len() + 8);
-        append_internal_key(
-            &mut seek_key,
-            user_key,
-            crate::key::MAX_SEQNO,
-            ValueKind::FOR_SEEK,
-        );
-        let deeper = (1..NUM_LEVELS).filter_map(|level| {
-            let files = &self.files[level];
-            let file = files.get(find_file(&self.icmp, files, &seek_key))?;
-            (ucmp.compare(user_key, user_key_of(&file.smallest)) != CmpOrdering::Less)
-                .then_some((file, level))
-        });
-        for hit in overlapping.chain(deeper) {
-            matches += 1;
-            if first.is_none() {
-                first = Some(hit);
+        with_seek_key(user_key, crate::key::MAX_SEQNO, |seek_key| {
+            let deeper = (1..NUM_LEVELS).filter_map(|level| {
+                let files = &self.files[level];
+                let file = files.get(find_file(&self.icmp, files, seek_key))?;
+                (ucmp.compare(user_key, user_key_of(&file.smallest)) != CmpOrdering::Less)
+                    .then_some((file, level))
+            });
+            for hit in overlapping.chain(deeper) {
+                matches += 1;
+                if first.is_none() {
+                    first = Some(hit);
+                }
+                if matches >= 2 {
+                    return to_charge(first);
+                }
             }
-            if matches >= 2 {
-                return to_charge(first);
-            }
-        }
-        None
+            None
+        })
     }
 
     /// Charges a seek to a file; returns true if the file is now due for compaction.
