@@ -47,6 +47,19 @@ impl std::fmt::Debug for KeyFilter {
     }
 }
 
+/// A user key's hash as the filters use it: computed once, asked of many filters (a get asks
+/// the filter of every level-0 table whose range holds its key).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyHash(u64);
+
+impl KeyHash {
+    /// The hash of `user_key`.
+    #[inline]
+    pub(crate) fn of(user_key: &[u8]) -> Self {
+        KeyHash(foldhash::fast::FixedState::with_seed(HASH_SEED).hash_one(user_key))
+    }
+}
+
 impl KeyFilter {
     /// A filter for a memtable of about `write_buffer_size` bytes: one bit per 8 bytes, as a
     /// power of two of words, at least 64 words and at most 2^24 (128 MiB of filter would be a
@@ -62,11 +75,10 @@ impl KeyFilter {
 
     /// The word a key uses and the bits it sets there.
     #[inline]
-    fn locate(&self, user_key: &[u8]) -> (usize, u64) {
+    fn locate(&self, KeyHash(h): KeyHash) -> (usize, u64) {
         // One 64-bit hash: the word from its high bits, each probe's bit from six low bits of
         // its own. (LevelDB's 32-bit bloom hash collides too often on keys that differ in a few
         // digits: 3,500 collisions among 130,000 16-digit keys.)
-        let h = foldhash::fast::FixedState::with_seed(HASH_SEED).hash_one(user_key);
         let word = (h >> 40) as usize & (self.words.len() - 1);
         let mask = (0..PROBES).fold(0u64, |mask, i| mask | 1 << ((h >> (6 * i)) & 63));
         (word, mask)
@@ -76,7 +88,7 @@ impl KeyFilter {
     /// key's entries after this returns.
     #[inline]
     pub(crate) fn insert(&self, user_key: &[u8]) {
-        let (word, mask) = self.locate(user_key);
+        let (word, mask) = self.locate(KeyHash::of(user_key));
         self.words[word].fetch_or(mask, Ordering::Relaxed);
     }
 
@@ -84,7 +96,13 @@ impl KeyFilter {
     /// snapshot) the caller read; true if one may have been.
     #[inline]
     pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
-        let (word, mask) = self.locate(user_key);
+        self.may_contain_hash(KeyHash::of(user_key))
+    }
+
+    /// [`may_contain`](Self::may_contain) for the key whose hash is `hash`.
+    #[inline]
+    pub(crate) fn may_contain_hash(&self, hash: KeyHash) -> bool {
+        let (word, mask) = self.locate(hash);
         self.words[word].load(Ordering::Relaxed) & mask == mask
     }
 }

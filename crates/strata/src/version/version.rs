@@ -25,7 +25,7 @@ use crate::key::{
     append_internal_key, user_key, with_seek_key, InternalKeyComparator, ParsedInternalKey, SeqNo,
     ValueKind,
 };
-use crate::memtable::key_filter::KeyFilter;
+use crate::memtable::key_filter::{KeyFilter, KeyHash};
 use crate::range_del::{Fragments, RangeTombstone};
 use crate::table::{BlockReadOptions, BlockSlice};
 
@@ -67,11 +67,13 @@ impl LiveFile {
     }
 
     /// False if the table holds no entry of `user_key`, by its key filter; true if it may.
+    /// The key's hash goes into `hash` the first time a filter needs it, so that one lookup
+    /// hashes its key once for all of level 0.
     #[inline]
-    pub(crate) fn may_hold(&self, user_key: &[u8]) -> bool {
-        self.key_filter
-            .get()
-            .is_none_or(|filter| filter.may_contain(user_key))
+    pub(crate) fn may_hold_hashed(&self, user_key: &[u8], hash: &mut Option<KeyHash>) -> bool {
+        self.key_filter.get().is_none_or(|filter| {
+            filter.may_contain_hash(*hash.get_or_insert_with(|| KeyHash::of(user_key)))
+        })
     }
 }
 
@@ -324,10 +326,11 @@ impl Version {
         // Level 0, newest file first (invariant 1). A table its key filter rules out is not
         // read and not charged a seek: LevelDB charges a table its bloom filter skips, but
         // this skip costs one load, so compacting the table would not make reads cheaper.
+        let mut hash = None;
         for file in self.files[0].iter().rev() {
             if ucmp.compare(user_key, user_key_of(&file.smallest)) != CmpOrdering::Less
                 && ucmp.compare(user_key, user_key_of(&file.largest)) != CmpOrdering::Greater
-                && file.may_hold(user_key)
+                && file.may_hold_hashed(user_key, &mut hash)
             {
                 if let Some(answer) = search(file, 0)? {
                     return Ok((answer, to_charge(charge)));
