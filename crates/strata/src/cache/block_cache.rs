@@ -29,7 +29,7 @@ struct BlockWeighter;
 impl quick_cache::Weighter<(u64, u64), Arc<Block>> for BlockWeighter {
     fn weight(&self, _key: &(u64, u64), block: &Arc<Block>) -> u64 {
         // A zero weight would make an entry free to keep forever.
-        block.size().max(1) as u64
+        block.charge().max(1) as u64
     }
 }
 
@@ -67,6 +67,8 @@ pub struct BlockCache {
     slots: Box<[AtomicU32]>,
     /// Offers turned away (counted relaxed, as `inserts`).
     deferred: AtomicU64,
+    /// Blocks replaced by their search form (counted relaxed, as `inserts`).
+    replaced: AtomicU64,
 }
 
 impl std::fmt::Debug for BlockCache {
@@ -88,6 +90,7 @@ impl BlockCache {
         BlockCache {
             slots: (0..slots).map(|_| AtomicU32::new(0)).collect(),
             deferred: AtomicU64::new(0),
+            replaced: AtomicU64::new(0),
             cache: quick_cache::sync::Cache::with_weighter(
                 items,
                 capacity_bytes as u64,
@@ -138,6 +141,17 @@ impl BlockCache {
         self.cache.insert((table_id, offset), block);
     }
 
+    /// Puts `block` in place of the cached block of table `table_id` at `offset`, if one is
+    /// still cached, keeping that entry's standing in the eviction order (a form of the same
+    /// block made for searching: [`Block::searchable`]). Returns true if it was replaced.
+    pub fn replace(&self, table_id: u64, offset: u64, block: Arc<Block>) -> bool {
+        let replaced = self.cache.replace((table_id, offset), block, true).is_ok();
+        if replaced {
+            self.replaced.fetch_add(1, Ordering::Relaxed);
+        }
+        replaced
+    }
+
     /// Lookups ([`get`](Self::get)) that found their block, since the cache was made. Counted
     /// per shard, under the shard lock the lookup takes anyway.
     pub fn hit_count(&self) -> u64 {
@@ -158,6 +172,11 @@ impl BlockCache {
     /// cache was made.
     pub fn deferred_count(&self) -> u64 {
         self.deferred.load(Ordering::Relaxed)
+    }
+
+    /// Blocks [`replace`](Self::replace)d, since the cache was made.
+    pub fn replace_count(&self) -> u64 {
+        self.replaced.load(Ordering::Relaxed)
     }
 
     /// Bytes of blocks held.

@@ -119,8 +119,10 @@ pub struct WriteStalls {
 /// db.get("k")?; // the door keeper remembers the block
 /// db.get("k")?; // read again: the block is cached now
 /// db.get("k")?;
+/// db.get("k")?; // the block's second hit: its search form replaces it
 /// let cache = db.stats().block_cache;
-/// assert!(cache.hit_count >= 1 && cache.insert_count >= 1, "{cache:?}");
+/// assert!(cache.hit_count >= 2 && cache.insert_count >= 1, "{cache:?}");
+/// assert_eq!(cache.search_form_count, 1, "{cache:?}");
 /// assert!(cache.deferred_count >= 1, "{cache:?}");
 /// assert!(cache.usage_bytes <= cache.capacity_bytes);
 /// # Ok::<(), strata::Error>(())
@@ -137,6 +139,10 @@ pub struct BlockCacheStats {
     /// Blocks read at their first recent miss and not put in the cache: a block is cached
     /// when it misses again soon after (`BlockCache::offer`).
     pub deferred_count: u64,
+    /// Cached blocks replaced, at their second hit, by their search form: every entry's key
+    /// stored whole and a summary of the keys to search, so that a lookup decodes one entry
+    /// instead of up to a restart interval's.
+    pub search_form_count: u64,
     /// Bytes of blocks the cache holds now.
     pub usage_bytes: u64,
     /// The most bytes it holds.
@@ -497,6 +503,7 @@ pub(crate) fn collect(inner: &DbInner) -> DbStats {
             miss_count: block_cache.miss_count(),
             insert_count: block_cache.insert_count(),
             deferred_count: block_cache.deferred_count(),
+            search_form_count: block_cache.replace_count(),
             usage_bytes: block_cache.usage() as u64,
             capacity_bytes: block_cache.capacity() as u64,
         },

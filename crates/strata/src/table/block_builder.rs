@@ -94,6 +94,17 @@ impl BlockBuilder {
         &self.buffer
     }
 
+    /// The finished block, taken from the builder.
+    pub fn into_finished(mut self) -> Vec<u8> {
+        self.finish();
+        self.buffer
+    }
+
+    /// The number of entries added since the last reset.
+    pub fn entry_count(&self) -> usize {
+        self.entry_count
+    }
+
     /// The size the block would have if finished now.
     pub fn size_estimate(&self) -> usize {
         self.buffer.len() + 4 * self.restarts.len() + 4

@@ -84,6 +84,9 @@ pub struct Table {
     /// same as a trait object for cursors.
     icmp: InternalKeyComparator,
     icmp_dyn: Arc<dyn Comparator>,
+    /// True if the user keys are in bytewise order: the index block and cached data blocks
+    /// then carry fences ([`Block::with_fences`]).
+    bytewise: bool,
     index: Arc<Block>,
     metaindex: BlockHandle,
     filter: Option<FilterBlockReader>,
@@ -124,7 +127,8 @@ impl Table {
         let path: Arc<Path> = Arc::from(path);
         let index_data = read_block(&*file, &path, data_end, footer.index, true)?;
         let mut index = Block::new(index_data, path.clone(), footer.index.offset)?;
-        if options.comparator.is_bytewise() {
+        let bytewise = options.comparator.is_bytewise();
+        if bytewise {
             index = index.with_fences();
         }
         let index = Arc::new(index);
@@ -147,6 +151,7 @@ impl Table {
             data_end,
             icmp: InternalKeyComparator::new(options.comparator.clone()),
             icmp_dyn: Arc::new(InternalKeyComparator::new(options.comparator)),
+            bytewise,
             index,
             metaindex: footer.metaindex,
             filter,
@@ -179,6 +184,16 @@ impl Table {
         }
         if let Some(cache) = &self.cache {
             if let Some(block) = cache.get(self.cache_id, handle.offset) {
+                // A block hit twice is worth its search form (a block cached but evicted
+                // before its second hit, as most are under random reads over a database
+                // larger than the cache, never pays for one).
+                if options.fill_cache && block.second_hit() {
+                    if let Some(searchable) = block.searchable(self.bytewise) {
+                        let searchable = Arc::new(searchable);
+                        cache.replace(self.cache_id, handle.offset, searchable.clone());
+                        return Ok(searchable);
+                    }
+                }
                 return Ok(block);
             }
         }

@@ -125,6 +125,56 @@ fn get_finds_every_key_and_rejects_missing_ones() {
     }
 }
 
+/// A cached block hit a second time is replaced by its search form (every entry a restart,
+/// fences over them all), which answers every lookup and every cursor as the block as stored
+/// does, and is charged for what it holds.
+#[test]
+fn a_block_hit_twice_is_cached_in_its_search_form() {
+    let icmp = InternalKeyComparator::new(crate::comparator::bytewise());
+    let entries = model(300);
+    let probes: Vec<Vec<u8>> = (0..601)
+        .step_by(5)
+        .map(|i| ikey(format!("key{i:08}").as_bytes(), 1_000_000))
+        .chain([ikey(b"", 5), ikey(b"zzz", 5)])
+        .collect();
+    for options in option_sets() {
+        let env = MemEnv::new();
+        let size = build(&env, &options, &entries);
+        let cache = Arc::new(BlockCache::new(1 << 20));
+        let table = open(&env, &options, size, Some(cache.clone())).unwrap();
+        let uncached = open(&env, &options, size, None).unwrap();
+        let read = BlockReadOptions::default();
+        let mut usage = Vec::new();
+        let mut forms = Vec::new();
+        // Every block is read at least once a pass: pass 0 misses (offered), 1 misses again
+        // (cached), 2 hits, 3 hits a second time (search form), 4 and 5 read search forms.
+        for pass in 0..6 {
+            for (i, (k, v)) in entries.iter().enumerate() {
+                let lookup = ikey(user_key(k), u64::MAX >> 8);
+                let got = table
+                    .get(&read, &lookup, |fk, fv| (fk.to_vec(), fv.to_vec()))
+                    .unwrap();
+                assert_eq!(got.as_ref(), Some(&(k.clone(), v.clone())), "pass {pass}");
+                // An absent key: the entry after it in its block, if any, as the table read
+                // without a cache answers.
+                let missing = ikey(format!("key{:08}", i * 2 + 1).as_bytes(), u64::MAX >> 8);
+                let answer = |t: &Table| t.get(&read, &missing, |fk, _| fk.to_vec()).unwrap();
+                assert_eq!(answer(&table), answer(&uncached), "pass {pass}");
+            }
+            usage.push(cache.usage());
+            forms.push(cache.replace_count());
+        }
+        assert!(forms[5] > 0, "{forms:?}");
+        assert_eq!(
+            (usage[5], forms[5]),
+            (usage[4], forms[4]),
+            "one search form per block: {usage:?} {forms:?}"
+        );
+        let mut it = table.iter(read);
+        check_against_model(&mut it, &entries, &icmp, &probes);
+    }
+}
+
 #[test]
 fn bloom_filter_skips_data_blocks_for_absent_keys() {
     let options = TableOptions {

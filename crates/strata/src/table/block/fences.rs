@@ -38,6 +38,10 @@ pub(crate) struct RestartFences {
     prefix: Box<[u8]>,
     windows: Box<[u64]>,
     restarts: usize,
+    /// True if every entry of the block is a restart point (each restart's entry ends where
+    /// the next restart, or the restart array, begins), as in an index block or a block's
+    /// search form: the first restart at or after a target is then the entry a search wants.
+    every_entry: bool,
 }
 
 impl std::fmt::Debug for RestartFences {
@@ -69,11 +73,18 @@ impl RestartFences {
             return None;
         }
         let mut keys = Vec::with_capacity(block.num_restarts);
+        let mut every_entry = true;
         for i in 0..block.num_restarts {
             let offset = block.restart_point(i);
             let h = decode_entry(&block.data, offset, block.restarts_offset)
                 .filter(|h| h.shared == 0 && h.non_shared >= TAG_LEN)?;
             keys.push(&block.data[h.key_delta..h.value_start() - TAG_LEN]);
+            let next = if i + 1 < block.num_restarts {
+                block.restart_point(i + 1)
+            } else {
+                block.restarts_offset
+            };
+            every_entry &= h.end() == next;
         }
         if keys.windows(2).any(|pair| pair[0] > pair[1]) {
             return None;
@@ -95,7 +106,18 @@ impl RestartFences {
                 .map(|k| window(&k[prefix_len..]))
                 .collect(),
             restarts: keys.len(),
+            every_entry,
         })
+    }
+
+    /// True if every entry of the block is a restart point.
+    pub(crate) fn every_entry(&self) -> bool {
+        self.every_entry
+    }
+
+    /// The heap bytes the fences hold (their prefix and windows).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<RestartFences>() + self.prefix.len() + 8 * self.windows.len()
     }
 
     /// The range `(left, right)` of restart indexes holding the last restart whose key is

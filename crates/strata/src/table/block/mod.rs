@@ -8,6 +8,7 @@
 
 use std::cmp::Ordering;
 use std::path::Path;
+use std::sync::atomic::{AtomicU8, Ordering as MemoryOrdering};
 use std::sync::Arc;
 
 use crate::coding::{decode_fixed32, decode_varint32};
@@ -15,6 +16,7 @@ use crate::comparator::Comparator;
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
+use crate::table::block_builder::BlockBuilder;
 
 mod fences;
 pub(crate) use fences::RestartFences;
@@ -40,7 +42,14 @@ pub struct Block {
     /// The file the block came from, and the block's offset in it, for error messages.
     file: Arc<Path>,
     file_offset: u64,
+    /// Hits while cached, counted to two ([`Block::second_hit`]); a block that is already its
+    /// search form ([`Block::searchable`]) starts at two. Relaxed, written at most twice: a
+    /// race can make one search form too many, never a wrong one.
+    hits: AtomicU8,
 }
+
+/// [`Block::hits`] at and past which a hit makes no search form.
+const HITS_COUNTED: u8 = 2;
 
 /// A block's bytes, and what keeps them alive: a heap buffer (decompressed, or read into a
 /// buffer), or a table file whose mapping holds them (stored uncompressed, read in place).
@@ -213,6 +222,7 @@ impl Block {
             fences: None,
             file,
             file_offset,
+            hits: AtomicU8::new(0),
         })
     }
 
@@ -227,9 +237,68 @@ impl Block {
         self
     }
 
-    /// The block's size in bytes, as charged to the block cache.
+    /// This block re-encoded for point lookups while the block cache holds it: every entry a
+    /// restart point (its key stored whole, none shared with the entry before), and, when
+    /// `bytewise`, [`RestartFences`] over all of them. A search then narrows to the target's
+    /// entry over the fences and decodes one or two entries, where the stored block (a restart
+    /// every 16 entries) has it decode up to 16 in a row, rebuilding each key. The keys'
+    /// shared prefixes, four more bytes of restart array and eight of fence per entry are what
+    /// it costs, charged to the cache ([`charge`](Self::charge)).
+    ///
+    /// `None` if the block is read in place (never cached), has no entries, already has a
+    /// restart at every entry and no fences would be built, or does not decode whole (the
+    /// stored block is cached as it is; its searches report the damage where it lies).
+    ///
+    /// Requires, when `bytewise`: as [`with_fences`](Self::with_fences).
+    pub(crate) fn searchable(&self, bytewise: bool) -> Option<Block> {
+        if self.data.in_mapping || self.restarts_offset == 0 {
+            return None;
+        }
+        let limit = self.restarts_offset;
+        let mut builder = BlockBuilder::new(1);
+        let mut key = ScratchKey::new();
+        let mut offset = 0;
+        while offset < limit {
+            let h = decode_entry(&self.data, offset, limit)?;
+            if !key.rebuild(h.shared, &self.data[h.key_delta..h.value_start()]) {
+                return None;
+            }
+            builder.add(key.as_slice(), &self.data[h.value_start()..h.end()]);
+            offset = h.end();
+        }
+        if !bytewise && builder.entry_count() == self.num_restarts {
+            return None;
+        }
+        let block = Block::new(builder.into_finished(), self.file.clone(), self.file_offset).ok()?;
+        block.hits.store(HITS_COUNTED, MemoryOrdering::Relaxed);
+        Some(if bytewise { block.with_fences() } else { block })
+    }
+
+    /// Counts a hit on this block in the block cache; true at the second, when the caller
+    /// should cache its [`searchable`](Self::searchable) form in its place. Loads only, once
+    /// the count is reached: hot blocks' headers are not written by every reader.
+    pub(crate) fn second_hit(&self) -> bool {
+        match self.hits.load(MemoryOrdering::Relaxed) {
+            0 => {
+                self.hits.store(1, MemoryOrdering::Relaxed);
+                false
+            }
+            1 => {
+                self.hits.store(HITS_COUNTED, MemoryOrdering::Relaxed);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The block's size in bytes.
     pub fn size(&self) -> usize {
         self.data.len()
+    }
+
+    /// The bytes the block holds, as charged to the block cache: its contents and its fences.
+    pub fn charge(&self) -> usize {
+        self.data.len() + self.fences.as_ref().map_or(0, |f| f.heap_bytes())
     }
 
     /// `part`, a slice of this block's bytes (a key or value [`find`](Self::find) handed
@@ -283,6 +352,9 @@ impl Block {
         if self.num_restarts == 0 {
             return Ok(None);
         }
+        if let Some(fences) = self.fences.as_deref().filter(|f| f.every_entry()) {
+            return self.find_among_restarts(fences, comparator, target, found);
+        }
         let limit = self.restarts_offset;
         let restart = self
             .last_restart_before(comparator, target)
@@ -310,6 +382,54 @@ impl Block {
 }
 
 impl Block {
+    /// [`find`](Self::find) in a block whose every entry is a restart point: the answer is
+    /// the first restart at or after `target`, searched for between the bounds the fences
+    /// give, so a key whose eight bytes past the fences' prefix are its own decodes one
+    /// entry, or none when the fences alone place it.
+    #[inline(always)]
+    fn find_among_restarts<C, R>(
+        &self,
+        fences: &RestartFences,
+        comparator: &C,
+        target: &[u8],
+        found: impl FnOnce(&[u8], &[u8]) -> R,
+    ) -> Result<Option<R>>
+    where
+        C: Comparator + ?Sized,
+    {
+        let limit = self.restarts_offset;
+        let (left, right) = fences.narrow(target);
+        // Restart `left` is before `target` unless it is 0; restart `hi`, if there is one, is
+        // not before it: the answer is in `lo..=hi`.
+        let mut lo = if left > 0 { left + 1 } else { 0 };
+        let mut hi = right + 1;
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let offset = self.restart_point(mid);
+            let h = decode_entry(&self.data, offset, limit)
+                .filter(|h| h.shared == 0)
+                .ok_or_else(|| self.corruption(offset, "bad restart entry in block"))?;
+            if comparator.compare(&self.data[h.key_delta..h.value_start()], target)
+                == Ordering::Less
+            {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo == self.num_restarts {
+            return Ok(None);
+        }
+        let offset = self.restart_point(lo);
+        let h = decode_entry(&self.data, offset, limit)
+            .filter(|h| h.shared == 0)
+            .ok_or_else(|| self.corruption(offset, "bad restart entry in block"))?;
+        Ok(Some(found(
+            &self.data[h.key_delta..h.value_start()],
+            &self.data[h.value_start()..h.end()],
+        )))
+    }
+
     /// The index of the last restart point whose key is before `target` (0 if none is), by
     /// binary search over the keys stored whole at restart points; a cursor's seek and
     /// [`find`](Self::find) both start their scan there. Requires: the block has a restart.

@@ -680,3 +680,108 @@ fn fences_over_damaged_blocks_answer_as_unfenced_ones() {
         assert!(fenced_count > 0, "some damaged blocks must still get fences");
     }
 }
+
+/// Every entry of a block, by a forward scan, or its error.
+fn scan(block: &Arc<Block>, cmp: Arc<dyn Comparator>) -> Result<Entries> {
+    let mut it = block.iter(cmp);
+    it.seek_to_first();
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status().map(|()| out)
+}
+
+/// A block's search form holds the same entries, every one a restart, and answers every point
+/// lookup and cursor seek as the stored block does, with fences (bytewise) or without.
+#[test]
+fn a_search_form_answers_as_the_stored_block() {
+    let cmp = crate::key::InternalKeyComparator::new(bytewise());
+    for users in fenced_cases() {
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = users
+            .iter()
+            .enumerate()
+            .map(|(i, u)| (ikey(u, 1_000 - i as u64), format!("v{i}").into_bytes()))
+            .collect();
+        let mut probes: Vec<Vec<u8>> = Vec::new();
+        for u in users.iter().chain([&b"".to_vec(), &b"zzz".to_vec()]) {
+            for seqno in [0, 999, 2_000] {
+                probes.push(ikey(u, seqno));
+                probes.push(ikey(&[u.as_slice(), b"5"].concat(), seqno));
+            }
+        }
+        for interval in [1, 2, 16] {
+            let stored = parse(build(&entries, interval)).unwrap();
+            for bytewise_order in [true, false] {
+                let Some(form) = stored.searchable(bytewise_order) else {
+                    // Nothing to gain: already a restart at every entry, and no fences.
+                    assert!(
+                        !bytewise_order && stored.num_restarts == entries.len(),
+                        "{users:?} at {interval}"
+                    );
+                    continue;
+                };
+                let form = Arc::new(form);
+                assert_eq!(form.num_restarts, entries.len());
+                let fences = form.fences.as_deref();
+                assert_eq!(fences.is_some(), bytewise_order, "{users:?}");
+                assert!(fences.is_none_or(RestartFences::every_entry));
+                assert!(form.charge() >= form.size());
+                assert_eq!(scan(&form, cmp_dyn()).unwrap(), entries);
+                for probe in &probes {
+                    let answer =
+                        |b: &Block| b.find(&cmp, probe, |k, v| (k.to_vec(), v.to_vec())).unwrap();
+                    assert_eq!(answer(&stored), answer(&form), "probe {probe:?}");
+                    let (mut a, mut b) = (stored.iter(cmp_dyn()), form.iter(cmp_dyn()));
+                    a.seek(probe);
+                    b.seek(probe);
+                    assert_eq!(a.valid(), b.valid());
+                    if a.valid() {
+                        assert_eq!((a.key(), a.value()), (b.key(), b.value()));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The fences know whether every entry is a restart: an index block's (interval 1) are,
+/// a data block's with a longer interval are not.
+#[test]
+fn fences_tell_whether_every_entry_is_a_restart() {
+    let (_, entries) = index_shaped(40, 100, 7, 5, b"hv");
+    for (interval, every) in [(1, true), (2, false), (16, false)] {
+        let block = Block::new(build(&entries, interval), path(), 0)
+            .unwrap()
+            .with_fences();
+        assert_eq!(block.fences.unwrap().every_entry(), every, "interval {interval}");
+    }
+}
+
+/// A damaged block (every single bit flipped) either has no search form, or one holding
+/// exactly the entries a scan of the stored block reads whole.
+#[test]
+fn a_damaged_block_has_no_search_form_or_a_faithful_one() {
+    let (_, entries) = index_shaped(30, 100, 7, 5, b"value");
+    let original = build(&entries, 4);
+    let (mut made, mut refused) = (0, 0);
+    for bit in 0..original.len() * 8 {
+        let mut data = original.clone();
+        data[bit / 8] ^= 1 << (bit % 8);
+        let Ok(stored) = parse(data) else { continue };
+        match stored.searchable(true) {
+            None => refused += 1,
+            Some(form) => {
+                made += 1;
+                let form = Arc::new(form);
+                assert_eq!(
+                    scan(&form, cmp_dyn()).ok(),
+                    scan(&stored, cmp_dyn()).ok(),
+                    "bit {bit}"
+                );
+            }
+        }
+    }
+    assert!(made > 0 && refused > 0, "made {made}, refused {refused}");
+}
