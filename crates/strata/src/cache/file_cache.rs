@@ -109,6 +109,12 @@ impl<O: FileOpener> FileCache<O> {
         pinned.get(&number).and_then(Weak::upgrade)
     }
 
+    /// Keeps at most `capacity` files open from now on (at least 1), closing the least
+    /// useful ones (those no reader holds) if more are open.
+    pub(crate) fn set_capacity(&self, capacity: usize) {
+        self.files.set_capacity(capacity.max(1) as u64);
+    }
+
     /// Forgets file `number`; readers holding it keep it.
     pub(crate) fn evict(&self, number: u64) {
         self.files.remove(&number);

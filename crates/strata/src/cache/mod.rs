@@ -15,4 +15,5 @@ pub(crate) mod row_cache;
 mod table_cache;
 
 pub use block_cache::BlockCache;
+pub(crate) use table_cache::TablePin;
 pub use table_cache::TableCache;

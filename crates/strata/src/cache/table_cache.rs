@@ -6,7 +6,8 @@
 //! knows how to open a table.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::file_cache::{FileCache, FileOpener};
 use super::BlockCache;
@@ -46,6 +47,45 @@ const RESERVED_FILES: usize = 10;
 #[derive(Debug)]
 pub struct TableCache {
     tables: FileCache<TableOpener>,
+    /// The tables the cache may keep open: `max_open_files - 10`.
+    capacity: usize,
+    /// Tables held by a version's file ([`TablePin`]), at most half the capacity. The cache
+    /// keeps at most `capacity` minus these open, so that the pinned and the cached together
+    /// stay within the capacity.
+    pins: Arc<AtomicUsize>,
+    /// Serializes resizing the cache, so that a resize always uses the latest pin count.
+    resizing: Mutex<()>,
+}
+
+/// An open table held by a version's file for as long as the file is live
+/// ([`TableCache::pin_for_file`]): a point lookup then reads it without a cache lookup (no
+/// hash, no lock, no reference count). Dropping it releases its place in the cache's budget.
+pub(crate) struct TablePin {
+    table: Arc<Table>,
+    pins: Arc<AtomicUsize>,
+}
+
+impl TablePin {
+    /// The pinned table.
+    pub(crate) fn table(&self) -> &Table {
+        &self.table
+    }
+}
+
+impl Drop for TablePin {
+    fn drop(&mut self) {
+        // The cache grows back at the next pin (see `TableCache::resize`): until then it is
+        // smaller than it may be, never larger.
+        self.pins.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl std::fmt::Debug for TablePin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TablePin")
+            .field("table", &self.table.path())
+            .finish()
+    }
 }
 
 /// Opens the tables of one database directory.
@@ -104,7 +144,53 @@ impl TableCache {
         let capacity = max_open_files.saturating_sub(RESERVED_FILES);
         TableCache {
             tables: FileCache::with_opener(opener, capacity),
+            capacity,
+            pins: Arc::new(AtomicUsize::new(0)),
+            resizing: Mutex::new(()),
         }
+    }
+
+    /// The open table with this file number, as [`get`](Self::get) returns it, pinned for a
+    /// version's file if the budget allows (`Ok`): at most half the capacity is pinned, and
+    /// the cache shrinks by what is. Otherwise (`Err`) the table, as `get` returns it.
+    ///
+    /// # Errors
+    /// As [`get`](Self::get).
+    pub(crate) fn pin_for_file(
+        &self,
+        file_number: u64,
+        file_size: u64,
+    ) -> Result<std::result::Result<TablePin, Arc<Table>>> {
+        let table = self.get(file_number, file_size)?;
+        let budget = self.capacity / 2;
+        let taken = self
+            .pins
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < budget).then_some(n + 1)
+            })
+            .is_ok();
+        if !taken {
+            return Ok(Err(table));
+        }
+        self.resize();
+        Ok(Ok(TablePin {
+            table,
+            pins: self.pins.clone(),
+        }))
+    }
+
+    /// Sets the cache's bound to the capacity less the pinned tables, as they are now.
+    fn resize(&self) {
+        let _resizing = self.resizing.lock().unwrap_or_else(|e| e.into_inner());
+        let pinned = self.pins.load(Ordering::Relaxed);
+        self.tables
+            .set_capacity(self.capacity.saturating_sub(pinned));
+    }
+
+    /// Tables pinned by versions' files ([`pin_for_file`](Self::pin_for_file)) and not yet
+    /// released.
+    pub fn pinned_count(&self) -> usize {
+        self.pins.load(Ordering::Relaxed)
     }
 
     /// The open table with this file number, opening it if needed. `file_size` is the size the
@@ -240,5 +326,42 @@ mod tests {
         }
         cache.evict(200);
         assert!(cache.open_count() <= 19);
+    }
+
+    /// At most half the capacity is pinned, the cache keeps that many fewer open, and a
+    /// released pin gives its place back at the next pin.
+    #[test]
+    fn pins_take_at_most_half_the_capacity_out_of_the_cache() {
+        let (env, cache) = setup(RESERVED_FILES + 20);
+        let sizes: Vec<u64> = (1..=100)
+            .map(|n| make_table(&env, &format!("{n:06}.ldb")))
+            .collect();
+        let mut pins = Vec::new();
+        for (i, &size) in sizes.iter().enumerate().take(15) {
+            match cache.pin_for_file(i as u64 + 1, size).unwrap() {
+                Ok(pin) => {
+                    assert!(pin.table().path().ends_with(format!("{:06}.ldb", i + 1)));
+                    pins.push(pin);
+                }
+                Err(table) => assert!(i >= 10, "table {i} not pinned: {table:?}"),
+            }
+        }
+        assert_eq!((pins.len(), cache.pinned_count()), (10, 10));
+        for (i, &size) in sizes.iter().enumerate().skip(15) {
+            cache.get(i as u64 + 1, size).unwrap();
+            assert!(cache.open_count() <= 10, "{} open", cache.open_count());
+        }
+        pins.truncate(4);
+        assert_eq!(cache.pinned_count(), 4);
+        // The next pin resizes the cache to the capacity less the 5 pinned.
+        let pin = cache.pin_for_file(16, sizes[15]).unwrap().expect("budget");
+        for (i, &size) in sizes.iter().enumerate().skip(16) {
+            cache.get(i as u64 + 1, size).unwrap();
+            assert!(cache.open_count() <= 15, "{} open", cache.open_count());
+        }
+        assert!(cache.open_count() > 10, "{} open", cache.open_count());
+        drop(pin);
+        drop(pins);
+        assert_eq!(cache.pinned_count(), 0);
     }
 }

@@ -199,6 +199,7 @@ pub struct RowCacheStats {
 /// db.get("k")?;
 /// let tables = db.stats().table_cache;
 /// assert!(tables.hit_count >= 1 && tables.open_count == 1, "{tables:?}");
+/// assert_eq!(tables.pinned_count, 1); // the get pinned the table in the current state
 /// # Ok::<(), strata::Error>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -208,8 +209,14 @@ pub struct TableCacheStats {
     pub hit_count: u64,
     /// Lookups that opened their table (failed opens included).
     pub miss_count: u64,
-    /// Tables held open now.
+    /// Tables the cache holds open now.
     pub open_count: u64,
+    /// Tables held open by the files of the current state (and of older states still read),
+    /// pinned at their first point lookup while the budget allows, half of
+    /// `max_open_files`: a lookup in a pinned table skips the cache. A pinned table may also
+    /// be in the cache; the cache keeps that many fewer open, so that together they stay
+    /// within `max_open_files`.
+    pub pinned_count: u64,
 }
 
 /// The blob files of a database that separates large values (`Options::blob_threshold`), as
@@ -511,6 +518,7 @@ pub(crate) fn collect(inner: &DbInner) -> DbStats {
             hit_count: inner.table_cache.hit_count(),
             miss_count: inner.table_cache.miss_count(),
             open_count: inner.table_cache.open_count() as u64,
+            pinned_count: inner.table_cache.pinned_count() as u64,
         },
         row_cache: inner.row_cache.as_ref().map(|rows| RowCacheStats {
             hit_count: rows.hit_count(),

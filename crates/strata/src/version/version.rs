@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::edit::{FileMetaData, NUM_LEVELS};
 use super::level_iter::level_iter;
-use crate::cache::TableCache;
+use crate::cache::{TableCache, TablePin};
 use crate::comparator::Comparator;
 use crate::error::Result;
 use crate::iter::BoxedIter;
@@ -27,7 +27,7 @@ use crate::key::{
 };
 use crate::memtable::key_filter::{KeyFilter, KeyHash};
 use crate::range_del::{Fragments, RangeTombstone};
-use crate::table::{BlockReadOptions, BlockSlice};
+use crate::table::{BlockReadOptions, BlockSlice, Table};
 
 /// A table in a version, with its seek allowance.
 #[derive(Debug)]
@@ -47,6 +47,10 @@ pub(crate) struct LiveFile {
     /// or moved below level 0, or rewritten by compaction has none. Set once, just after the
     /// flush installs the table; a lookup before then reads the table as if there were none.
     pub(crate) key_filter: OnceLock<Arc<KeyFilter>>,
+    /// The open table, held from the first point lookup that reads the file for as long as
+    /// the file is live, if the table cache's budget allowed ([`TableCache::pin_for_file`]):
+    /// later lookups read it without a table cache lookup.
+    table: OnceLock<TablePin>,
 }
 
 impl LiveFile {
@@ -63,6 +67,7 @@ impl LiveFile {
             allowed_seeks: AtomicI64::new(allowed),
             range_deletion_horizon,
             key_filter: OnceLock::new(),
+            table: OnceLock::new(),
         })
     }
 
@@ -320,7 +325,7 @@ impl Version {
                 Some(first) if charge.is_none() => charge = Some(first),
                 Some(_) => {}
             }
-            lookup_in_table(table_cache, &file.meta, options, seek_key, ucmp, floor)
+            file.lookup(table_cache, options, seek_key, ucmp, floor)
         };
 
         // Level 0, newest file first (invariant 1). A table its key filter rules out is not
@@ -579,6 +584,31 @@ impl Version {
 /// The newest entry of table `file` for the user key of `seek_key` (an internal key whose
 /// seqno bounds the entries seen), if the table holds one; an entry below `floor` (the seqno
 /// of a range deletion covering the key, or 0) is [`TableLookup::Deleted`].
+impl LiveFile {
+    /// [`lookup_in_table`] in this file's table, read through its pin when it has one, and
+    /// pinning it when the table cache's budget allows.
+    fn lookup(
+        &self,
+        table_cache: &TableCache,
+        options: &BlockReadOptions,
+        seek_key: &[u8],
+        ucmp: &dyn Comparator,
+        floor: SeqNo,
+    ) -> Result<Option<TableLookup>> {
+        if let Some(pin) = self.table.get() {
+            return lookup_in(pin.table(), options, seek_key, ucmp, floor);
+        }
+        match table_cache.pin_for_file(self.number, self.file_size)? {
+            // A racing lookup may have pinned it first: this pin is then dropped, unused.
+            Ok(pin) => {
+                let pin = self.table.get_or_init(|| pin);
+                lookup_in(pin.table(), options, seek_key, ucmp, floor)
+            }
+            Err(table) => lookup_in(&table, options, seek_key, ucmp, floor),
+        }
+    }
+}
+
 pub(crate) fn lookup_in_table(
     table_cache: &TableCache,
     file: &FileMetaData,
@@ -587,8 +617,20 @@ pub(crate) fn lookup_in_table(
     ucmp: &dyn Comparator,
     floor: SeqNo,
 ) -> Result<Option<TableLookup>> {
-    let user_key = user_key_of(seek_key);
     let table = table_cache.get(file.number, file.file_size)?;
+    lookup_in(&table, options, seek_key, ucmp, floor)
+}
+
+/// Looks up `seek_key` in `table`: the newest entry of its user key at or below its sequence
+/// number, if the table holds one.
+fn lookup_in(
+    table: &Table,
+    options: &BlockReadOptions,
+    seek_key: &[u8],
+    ucmp: &dyn Comparator,
+    floor: SeqNo,
+) -> Result<Option<TableLookup>> {
+    let user_key = user_key_of(seek_key);
     let found = table.get_in_block(options, seek_key, |block, k, v| {
         let parsed = ParsedInternalKey::parse(k)?;
         if ucmp.compare(parsed.user_key, user_key) != CmpOrdering::Equal {

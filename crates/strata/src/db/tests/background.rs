@@ -331,6 +331,40 @@ fn tables_a_finished_read_let_go_of_are_gone_once_compactions_are_waited_for() {
     );
 }
 
+/// A point lookup pins the table it reads in the current state's file; the pin goes with the
+/// file once compaction replaces it and no state lists it.
+#[test]
+fn a_tables_pin_goes_when_compaction_replaces_its_file() {
+    let env = MemEnv::new();
+    let db = overlapping_tables(&env);
+    assert_eq!(db.stats().table_cache.pinned_count, 0);
+    let mut cursor = db.iter_opt(&r()).unwrap();
+    cursor.seek_to_first();
+    let key = cursor.key().to_vec();
+    assert_eq!(
+        db.stats().table_cache.pinned_count,
+        0,
+        "cursors pin nothing"
+    );
+    drop(cursor);
+    assert!(db.get(&key).unwrap().is_some());
+    let pinned = db.stats().table_cache.pinned_count;
+    assert!((1..=2).contains(&pinned), "{pinned} pinned");
+    db.compact_range(None, None).unwrap();
+    assert_eq!(files_per_level(&db).iter().sum::<usize>(), 1);
+    assert_eq!(
+        db.stats().table_cache.pinned_count,
+        0,
+        "the inputs' pins went"
+    );
+    assert!(db.get(&key).unwrap().is_some());
+    assert_eq!(
+        db.stats().table_cache.pinned_count,
+        1,
+        "the output is pinned"
+    );
+}
+
 #[test]
 fn a_compactions_inputs_leave_the_table_cache_even_while_a_cursor_holds_them() {
     let env = MemEnv::new();
