@@ -174,6 +174,11 @@ impl Table {
     /// Reads the data block at `handle`: in place from the mapping when it is stored
     /// uncompressed there (never cached), else from the cache when it is there, else from the
     /// file. Which is tried first follows the last block read ([`Table::raw_blocks`]).
+    ///
+    /// A read that fills the cache and hits a cached block the second time caches the block's
+    /// search form in its place ([`Block::searchable`]). Cursors make them too: their seeks
+    /// search a block as a point lookup does (seekrandom was 2% slower when only lookups
+    /// made them), and a scan reads most blocks once, which the door keeper does not cache.
     fn data_block(&self, handle: BlockHandle, options: &BlockReadOptions) -> Result<Arc<Block>> {
         let raw_first = self.raw_blocks.load(Ordering::Relaxed);
         if raw_first {

@@ -146,8 +146,9 @@ fn a_block_hit_twice_is_cached_in_its_search_form() {
         let read = BlockReadOptions::default();
         let mut usage = Vec::new();
         let mut forms = Vec::new();
-        // Every block is read at least once a pass: pass 0 misses (offered), 1 misses again
-        // (cached), 2 hits, 3 hits a second time (search form), 4 and 5 read search forms.
+        // Every block is read at least once a pass (most many times): by the end of pass 3 it
+        // has missed, been cached, been hit twice and become a search form; passes 4 and 5
+        // read only search forms and make none.
         for pass in 0..6 {
             for (i, (k, v)) in entries.iter().enumerate() {
                 let lookup = ikey(user_key(k), u64::MAX >> 8);

@@ -10,8 +10,11 @@
 //! search runs over that array (a few cache lines, integer comparisons) and compares whole
 //! keys only among restarts whose eight bytes tie with the target's.
 //!
-//! Valid only for internal keys whose user keys are in bytewise order: the table builds fences
-//! for its index block only when its comparator says it is bytewise.
+//! A data block's search form ([`Block::searchable`]), which the block cache keeps in place of
+//! a block that point lookups hit, is fenced the same way, over all of its entries.
+//!
+//! Valid only for internal keys whose user keys are in bytewise order: a table builds fences
+//! only when its comparator says it is bytewise.
 
 use std::cmp::Ordering;
 
@@ -67,7 +70,7 @@ impl RestartFences {
     /// The fences of `block`'s restart keys, read as internal keys; `None` if the block has no
     /// entries, or a restart entry does not decode whole or is too short to be an internal key
     /// (the ordinary search then meets, and reports, the damage), or the restart keys are out
-    /// of order.
+    /// of order as internal keys.
     pub(crate) fn build(block: &Block) -> Option<RestartFences> {
         if block.restarts_offset == 0 {
             return None;
@@ -78,7 +81,13 @@ impl RestartFences {
             let offset = block.restart_point(i);
             let h = decode_entry(&block.data, offset, block.restarts_offset)
                 .filter(|h| h.shared == 0 && h.non_shared >= TAG_LEN)?;
-            keys.push(&block.data[h.key_delta..h.value_start() - TAG_LEN]);
+            let tag_start = h.value_start() - TAG_LEN;
+            let tag = u64::from_le_bytes(
+                block.data[tag_start..h.value_start()]
+                    .try_into()
+                    .expect("eight bytes"),
+            );
+            keys.push((&block.data[h.key_delta..tag_start], tag));
             let next = if i + 1 < block.num_restarts {
                 block.restart_point(i + 1)
             } else {
@@ -86,9 +95,14 @@ impl RestartFences {
             };
             every_entry &= h.end() == next;
         }
-        if keys.windows(2).any(|pair| pair[0] > pair[1]) {
+        // In order as internal keys: user keys ascending, and along one user key, tags
+        // descending (a search among restarts that tie relies on it).
+        if keys.windows(2).any(|pair| {
+            pair[0].0 > pair[1].0 || (pair[0].0 == pair[1].0 && pair[0].1 <= pair[1].1)
+        }) {
             return None;
         }
+        let keys: Vec<&[u8]> = keys.into_iter().map(|(user, _)| user).collect();
         let first = keys[0];
         let mut covered = keys.len();
         let mut prefix_len = common_prefix_len(first, keys[covered - 1]);

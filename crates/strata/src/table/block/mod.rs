@@ -28,24 +28,26 @@ pub(crate) use fences::RestartFences;
 /// 2. If the block has entries, every restart offset is `< restarts_offset`, and they ascend.
 /// 3. If the block has entries, the first restart offset is 0.
 ///
-/// `repr(C)`: what every read of the block loads (the restart array's place, the fences,
-/// then the bytes' pointer, length and `in_mapping`, see [`BlockBytes`]) lies in its first 48
-/// bytes.
+/// `repr(C)`: what every read of the block loads (the restart array's place, the fences, the
+/// hit count of a cached block, then the bytes' pointer, length and `in_mapping`, see
+/// [`BlockBytes`]) lies in its first 64 bytes.
 #[repr(C)]
 pub struct Block {
     restarts_offset: usize,
     num_restarts: usize,
-    /// Set only on a table's index block, whose keys are internal keys in bytewise user order
-    /// and which is only searched in that order ([`Block::with_fences`]).
+    /// Set on a table's index block and on a data block's search form, whose keys are
+    /// internal keys in bytewise user order and which are only searched in that order
+    /// ([`Block::with_fences`]).
     fences: Option<Box<RestartFences>>,
+    /// Reads that hit the block in the block cache, counted to two
+    /// ([`Block::second_hit`]); a search form ([`Block::searchable`]) starts at two. Relaxed:
+    /// racing readers can each make a search form of the same block, all alike, never a
+    /// wrong one.
+    hits: AtomicU8,
     data: BlockBytes,
     /// The file the block came from, and the block's offset in it, for error messages.
     file: Arc<Path>,
     file_offset: u64,
-    /// Hits while cached, counted to two ([`Block::second_hit`]); a block that is already its
-    /// search form ([`Block::searchable`]) starts at two. Relaxed, written at most twice: a
-    /// race can make one search form too many, never a wrong one.
-    hits: AtomicU8,
 }
 
 /// [`Block::hits`] at and past which a hit makes no search form.
@@ -231,7 +233,8 @@ impl Block {
     ///
     /// Requires: the block's keys are internal keys whose user keys are in bytewise order, and
     /// every search of it (`find`, a cursor's `seek`) compares in that order. A table calls this
-    /// for its index block only, and only when its comparator is bytewise.
+    /// for its index block and its data blocks' search forms, and only when its comparator is
+    /// bytewise.
     pub(crate) fn with_fences(mut self) -> Block {
         self.fences = RestartFences::build(&self).map(Box::new);
         self
@@ -246,8 +249,10 @@ impl Block {
     /// it costs, charged to the cache ([`charge`](Self::charge)).
     ///
     /// `None` if the block is read in place (never cached), has no entries, already has a
-    /// restart at every entry and no fences would be built, or does not decode whole (the
-    /// stored block is cached as it is; its searches report the damage where it lies).
+    /// restart at every entry and no fences would be built, or has damage a search of it
+    /// could meet: an entry that does not decode whole, or a restart that is not an entry
+    /// storing its whole key. The stored block is then cached as it is, and its searches
+    /// report the damage where they meet it, as before.
     ///
     /// Requires, when `bytewise`: as [`with_fences`](Self::with_fences).
     pub(crate) fn searchable(&self, bytewise: bool) -> Option<Block> {
@@ -258,15 +263,25 @@ impl Block {
         let mut builder = BlockBuilder::new(1);
         let mut key = ScratchKey::new();
         let mut offset = 0;
+        // The restarts not yet met; each must be where an entry starts, and share nothing.
+        let mut restart = 0;
         while offset < limit {
             let h = decode_entry(&self.data, offset, limit)?;
+            if restart < self.num_restarts && self.restart_point(restart) == offset {
+                if h.shared != 0 {
+                    return None;
+                }
+                restart += 1;
+            }
             if !key.rebuild(h.shared, &self.data[h.key_delta..h.value_start()]) {
                 return None;
             }
             builder.add(key.as_slice(), &self.data[h.value_start()..h.end()]);
             offset = h.end();
         }
-        if !bytewise && builder.entry_count() == self.num_restarts {
+        if restart != self.num_restarts
+            || (!bytewise && builder.entry_count() == self.num_restarts)
+        {
             return None;
         }
         let block = Block::new(builder.into_finished(), self.file.clone(), self.file_offset).ok()?;
@@ -274,9 +289,9 @@ impl Block {
         Some(if bytewise { block.with_fences() } else { block })
     }
 
-    /// Counts a hit on this block in the block cache; true at the second, when the caller
-    /// should cache its [`searchable`](Self::searchable) form in its place. Loads only, once
-    /// the count is reached: hot blocks' headers are not written by every reader.
+    /// Counts a read's hit on this block in the block cache; true at the second, when
+    /// the caller should cache its [`searchable`](Self::searchable) form in its place. Loads
+    /// only, once the count is reached: hot blocks' headers are not written by every reader.
     pub(crate) fn second_hit(&self) -> bool {
         match self.hits.load(MemoryOrdering::Relaxed) {
             0 => {

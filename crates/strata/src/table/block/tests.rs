@@ -760,10 +760,18 @@ fn fences_tell_whether_every_entry_is_a_restart() {
 }
 
 /// A damaged block (every single bit flipped) either has no search form, or one holding
-/// exactly the entries a scan of the stored block reads whole.
+/// exactly the entries a scan of the stored block reads whole, and answering every probe as
+/// the stored block does when its fences were built: a search form never hides damage a
+/// search of the stored block would report.
 #[test]
 fn a_damaged_block_has_no_search_form_or_a_faithful_one() {
-    let (_, entries) = index_shaped(30, 100, 7, 5, b"value");
+    let cmp = crate::key::InternalKeyComparator::new(bytewise());
+    let (users, entries) = index_shaped(30, 100, 7, 5, b"value");
+    let probes: Vec<Vec<u8>> = users
+        .iter()
+        .flat_map(|u| [ikey(u, 9), ikey(u, 2), ikey(&[u.as_slice(), b"5"].concat(), 9)])
+        .chain([ikey(b"", 0), ikey(b"2", 0)])
+        .collect();
     let original = build(&entries, 4);
     let (mut made, mut refused) = (0, 0);
     for bit in 0..original.len() * 8 {
@@ -780,8 +788,53 @@ fn a_damaged_block_has_no_search_form_or_a_faithful_one() {
                     scan(&stored, cmp_dyn()).ok(),
                     "bit {bit}"
                 );
+                for probe in &probes {
+                    let answer = |b: &Block| {
+                        b.find(&cmp, probe, |k, v| (k.to_vec(), v.to_vec()))
+                            .map_err(|e| e.to_string())
+                    };
+                    let by_stored = answer(&stored);
+                    assert!(by_stored.is_ok(), "bit {bit}, probe {probe:?}: {by_stored:?}");
+                    // Fences are built only over keys in order, where both searches agree.
+                    if form.fences.is_some() {
+                        assert_eq!(by_stored, answer(&form), "bit {bit}, probe {probe:?}");
+                    }
+                }
             }
         }
     }
     assert!(made > 0 && refused > 0, "made {made}, refused {refused}");
+}
+
+/// A restart entry that shares a prefix with the entry before it (damage the stored block's
+/// searches report) leaves the block without a search form.
+#[test]
+fn a_restart_that_shares_a_prefix_has_no_search_form() {
+    let (_, entries) = index_shaped(30, 100, 7, 5, b"value");
+    let mut data = build(&entries, 16);
+    let stored = parse(data.clone()).unwrap();
+    let restart = stored.restart_point(1);
+    assert_eq!(data[restart], 0, "a restart stores its whole key");
+    data[restart] = 1;
+    let damaged = parse(data).unwrap();
+    assert!(damaged.searchable(true).is_none());
+    assert!(damaged.searchable(false).is_none());
+    assert!(stored.searchable(true).is_some());
+}
+
+/// Along one user key, restart keys whose tags do not fall (damage: newer entries after older
+/// ones) get no fences, so a fenced search never relies on their order.
+#[test]
+fn restart_keys_out_of_order_by_tag_get_no_fences() {
+    let block_of = |seqnos: [u64; 5]| {
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = seqnos
+            .iter()
+            .map(|&seqno| (ikey(b"a", seqno), format!("v{seqno}").into_bytes()))
+            .collect();
+        Block::new(build(&entries, 1), path(), 0)
+            .unwrap()
+            .with_fences()
+    };
+    assert!(block_of([10, 9, 8, 7, 14]).fences.is_none());
+    assert!(block_of([14, 10, 9, 8, 7]).fences.is_some());
 }
