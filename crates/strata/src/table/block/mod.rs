@@ -399,8 +399,8 @@ impl Block {
 impl Block {
     /// [`find`](Self::find) in a block whose every entry is a restart point: the answer is
     /// the first restart at or after `target`, searched for between the bounds the fences
-    /// give, so a key whose eight bytes past the fences' prefix are its own decodes one
-    /// entry, or none when the fences alone place it.
+    /// give. When the fences alone place it (the target's eight bytes past their prefix tie
+    /// with no entry's, or with one that is its answer) only the answer's entry is read.
     #[inline(always)]
     fn find_among_restarts<C, R>(
         &self,
@@ -412,7 +412,6 @@ impl Block {
     where
         C: Comparator + ?Sized,
     {
-        let limit = self.restarts_offset;
         let (left, right) = fences.narrow(target);
         // Restart `left` is before `target` unless it is 0; restart `hi`, if there is one, is
         // not before it: the answer is in `lo..=hi`.
@@ -420,10 +419,7 @@ impl Block {
         let mut hi = right + 1;
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let offset = self.restart_point(mid);
-            let h = decode_entry(&self.data, offset, limit)
-                .filter(|h| h.shared == 0)
-                .ok_or_else(|| self.corruption(offset, "bad restart entry in block"))?;
+            let h = self.restart_entry(mid)?;
             if comparator.compare(&self.data[h.key_delta..h.value_start()], target)
                 == Ordering::Less
             {
@@ -435,14 +431,23 @@ impl Block {
         if lo == self.num_restarts {
             return Ok(None);
         }
-        let offset = self.restart_point(lo);
-        let h = decode_entry(&self.data, offset, limit)
-            .filter(|h| h.shared == 0)
-            .ok_or_else(|| self.corruption(offset, "bad restart entry in block"))?;
+        let h = self.restart_entry(lo)?;
         Ok(Some(found(
             &self.data[h.key_delta..h.value_start()],
             &self.data[h.value_start()..h.end()],
         )))
+    }
+
+    /// The header of restart `index`'s entry, which stores its whole key.
+    ///
+    /// # Errors
+    /// Corruption if the entry does not decode whole or shares a prefix.
+    #[inline(always)]
+    fn restart_entry(&self, index: usize) -> Result<EntryHeader> {
+        let offset = self.restart_point(index);
+        decode_entry(&self.data, offset, self.restarts_offset)
+            .filter(|h| h.shared == 0)
+            .ok_or_else(|| self.corruption(offset, "bad restart entry in block"))
     }
 
     /// The index of the last restart point whose key is before `target` (0 if none is), by
