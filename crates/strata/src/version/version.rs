@@ -581,9 +581,6 @@ impl Version {
     }
 }
 
-/// The newest entry of table `file` for the user key of `seek_key` (an internal key whose
-/// seqno bounds the entries seen), if the table holds one; an entry below `floor` (the seqno
-/// of a range deletion covering the key, or 0) is [`TableLookup::Deleted`].
 impl LiveFile {
     /// [`lookup_in_table`] in this file's table, read through its pin when it has one, and
     /// pinning it when the table cache's budget allows.
@@ -609,6 +606,9 @@ impl LiveFile {
     }
 }
 
+/// The newest entry of table `file` for the user key of `seek_key` (an internal key whose
+/// seqno bounds the entries seen), if the table holds one; an entry below `floor` (the seqno
+/// of a range deletion covering the key, or 0) is [`TableLookup::Deleted`].
 pub(crate) fn lookup_in_table(
     table_cache: &TableCache,
     file: &FileMetaData,
@@ -621,8 +621,7 @@ pub(crate) fn lookup_in_table(
     lookup_in(&table, options, seek_key, ucmp, floor)
 }
 
-/// Looks up `seek_key` in `table`: the newest entry of its user key at or below its sequence
-/// number, if the table holds one.
+/// [`lookup_in_table`] in an open table.
 fn lookup_in(
     table: &Table,
     options: &BlockReadOptions,
