@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use crate::table::Block;
 
-/// Charges each block the bytes it holds ([`Block::charge`]).
+/// Charges each block the bytes it holds (`Block::charge`).
 #[derive(Debug, Clone, Copy)]
 struct BlockWeighter;
 
@@ -45,7 +45,7 @@ const DOOR_KEEPER_SLOTS_PER_BLOCK: usize = 2;
 const MIN_DOOR_KEEPER_SLOTS: usize = 64;
 
 /// A cache of table blocks keyed by (table id, block offset), charged by what each holds
-/// ([`Block::charge`]).
+/// (`Block::charge`: its contents, and the fences of a search form).
 ///
 /// # Example
 ///
@@ -144,7 +144,7 @@ impl BlockCache {
 
     /// Puts `block` in place of the cached block of table `table_id` at `offset`, if one is
     /// still cached, keeping that entry's standing in the eviction order (a form of the same
-    /// block made for searching: [`Block::searchable`]). Returns true if it was replaced. A
+    /// block made for searching: `Block::searchable`). Returns true if it was replaced. A
     /// block too heavy for its shard of the cache is not kept, and takes the block it would
     /// have replaced out with it (quick_cache's rule for an overweight insert).
     pub fn replace(&self, table_id: u64, offset: u64, block: Arc<Block>) -> bool {
