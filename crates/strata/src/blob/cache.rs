@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::{malformed_pointer, read_value, BlobPointer};
-use crate::cache::file_cache::{FileCache, FileOpener};
+use crate::cache::file_cache::{CachedFile, FileCache, FileOpener};
 use crate::env::{Env, RandomAccessFile};
 use crate::error::Result;
 use crate::filename::blob_file;
@@ -24,6 +24,8 @@ struct OpenBlobFile {
     /// when a pointer reaches past it.
     known_len: AtomicU64,
 }
+
+impl CachedFile for OpenBlobFile {}
 
 /// A blob file held open by [`BlobCache::pin`]; nothing but holding it.
 pub(crate) struct PinnedBlobFile {

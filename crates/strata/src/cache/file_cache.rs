@@ -20,6 +20,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
+use quick_cache::sync::DefaultLifecycle;
+use quick_cache::{DefaultHashBuilder, Lifecycle, UnitWeighter};
+
 use crate::error::Result;
 
 /// How a [`FileCache`] opens file number `N` on a miss.
@@ -37,10 +40,58 @@ pub(crate) trait FileOpener {
     fn open(&self, number: u64, hint: Self::Hint) -> Result<Self::File>;
 }
 
-/// Opened files keyed by file number, at most about `capacity` of them.
+/// A file a [`FileCache`] holds, which may be pinned: held by a user for longer than a
+/// lookup (a table a version's file holds, `TablePin`), and then never evicted, so that a
+/// lookup of its number finds the same open file and the cache's bound counts it.
+pub(crate) trait CachedFile {
+    /// True while the file is pinned.
+    fn is_pinned(&self) -> bool {
+        false
+    }
+}
+
+impl CachedFile for (u64, u32) {}
+
+/// quick_cache's default lifecycle (evicted files dropped after the shard's lock is released),
+/// and pinned files kept.
+struct KeepPinned<F>(DefaultLifecycle<u64, Arc<F>>);
+
+impl<F> Clone for KeepPinned<F> {
+    fn clone(&self) -> Self {
+        KeepPinned(self.0.clone())
+    }
+}
+
+impl<F: CachedFile> Lifecycle<u64, Arc<F>> for KeepPinned<F> {
+    type RequestState = <DefaultLifecycle<u64, Arc<F>> as Lifecycle<u64, Arc<F>>>::RequestState;
+
+    #[inline]
+    fn begin_request(&self) -> Self::RequestState {
+        self.0.begin_request()
+    }
+
+    #[inline]
+    fn on_evict(&self, state: &mut Self::RequestState, key: u64, file: Arc<F>) {
+        self.0.on_evict(state, key, file);
+    }
+
+    #[inline]
+    fn is_pinned(&self, _number: &u64, file: &Arc<F>) -> bool {
+        file.is_pinned()
+    }
+}
+
+/// Opened files keyed by file number, at most about `capacity` of them (pinned ones included:
+/// a shard whose every file is pinned keeps one more rather than evict one).
 pub(crate) struct FileCache<O: FileOpener> {
     opener: O,
-    files: quick_cache::sync::Cache<u64, Arc<O::File>>,
+    files: quick_cache::sync::Cache<
+        u64,
+        Arc<O::File>,
+        UnitWeighter,
+        DefaultHashBuilder,
+        KeepPinned<O::File>,
+    >,
     /// Calls of the opener (a relaxed counter, bumped only on a miss). quick_cache's own
     /// miss count is not used: a lookup that goes on to open counts as two misses there.
     opens: AtomicU64,
@@ -49,7 +100,10 @@ pub(crate) struct FileCache<O: FileOpener> {
     pinned: Mutex<HashMap<u64, Weak<O::File>>>,
 }
 
-impl<O: FileOpener> std::fmt::Debug for FileCache<O> {
+impl<O: FileOpener> std::fmt::Debug for FileCache<O>
+where
+    O::File: CachedFile,
+{
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FileCache")
             .field("open", &self.files.len())
@@ -57,13 +111,22 @@ impl<O: FileOpener> std::fmt::Debug for FileCache<O> {
     }
 }
 
-impl<O: FileOpener> FileCache<O> {
+impl<O: FileOpener> FileCache<O>
+where
+    O::File: CachedFile,
+{
     /// A cache opening files with `opener` and keeping up to `capacity` of them open (at
     /// least 1).
     pub(crate) fn with_opener(opener: O, capacity: usize) -> Self {
         FileCache {
             opener,
-            files: quick_cache::sync::Cache::new(capacity.max(1)),
+            files: quick_cache::sync::Cache::with(
+                capacity.max(1),
+                capacity.max(1) as u64,
+                UnitWeighter,
+                DefaultHashBuilder::default(),
+                KeepPinned(DefaultLifecycle::default()),
+            ),
             opens: AtomicU64::new(0),
             pinned: Mutex::new(HashMap::new()),
         }
@@ -109,10 +172,11 @@ impl<O: FileOpener> FileCache<O> {
         pinned.get(&number).and_then(Weak::upgrade)
     }
 
-    /// Keeps at most `capacity` files open from now on (at least 1), closing the least
-    /// useful ones (those no reader holds) if more are open.
-    pub(crate) fn set_capacity(&self, capacity: usize) {
-        self.files.set_capacity(capacity.max(1) as u64);
+    /// Puts `file`, open as `number`, in the cache (again, if it was evicted since it was
+    /// looked up): for a file just pinned, which a lookup may have inserted and evicted at
+    /// once, before it was pinned, when every other file was hot or pinned.
+    pub(crate) fn keep(&self, number: u64, file: Arc<O::File>) {
+        self.files.insert(number, file);
     }
 
     /// Forgets file `number`; readers holding it keep it.

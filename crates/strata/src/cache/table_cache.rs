@@ -7,9 +7,9 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use super::file_cache::{FileCache, FileOpener};
+use super::file_cache::{CachedFile, FileCache, FileOpener};
 use super::BlockCache;
 use crate::env::Env;
 use crate::error::Result;
@@ -49,17 +49,16 @@ pub struct TableCache {
     tables: FileCache<TableOpener>,
     /// The tables the cache may keep open: `max_open_files - 10`.
     capacity: usize,
-    /// Tables held by a version's file ([`TablePin`]), at most half the capacity. The cache
-    /// keeps at most `capacity` minus these open, so that the pinned and the cached together
-    /// stay within the capacity.
+    /// Tables held by a version's file ([`TablePin`]), at most half the capacity. A pinned
+    /// table stays in the cache (it is never evicted while pinned), so the cache's bound
+    /// counts it, and a lookup through the cache finds the same open table.
     pins: Arc<AtomicUsize>,
-    /// Serializes resizing the cache, so that a resize always uses the latest pin count.
-    resizing: Mutex<()>,
 }
 
 /// An open table held by a version's file for as long as the file is live
 /// ([`TableCache::pin_for_file`]): a point lookup then reads it without a cache lookup (no
-/// hash, no lock, no reference count). Dropping it releases its place in the cache's budget.
+/// hash, no lock, no reference count). While any pin holds it, the table cache does not
+/// evict it. Dropping the pin releases its place in the cache's budget.
 pub(crate) struct TablePin {
     table: Arc<Table>,
     pins: Arc<AtomicUsize>,
@@ -74,8 +73,7 @@ impl TablePin {
 
 impl Drop for TablePin {
     fn drop(&mut self) {
-        // The cache grows back at the next pin (see `TableCache::resize`): until then it is
-        // smaller than it may be, never larger.
+        self.table.unpin();
         self.pins.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -85,6 +83,12 @@ impl std::fmt::Debug for TablePin {
         f.debug_struct("TablePin")
             .field("table", &self.table.path())
             .finish()
+    }
+}
+
+impl CachedFile for Table {
+    fn is_pinned(&self) -> bool {
+        self.is_pinned()
     }
 }
 
@@ -146,13 +150,13 @@ impl TableCache {
             tables: FileCache::with_opener(opener, capacity),
             capacity,
             pins: Arc::new(AtomicUsize::new(0)),
-            resizing: Mutex::new(()),
         }
     }
 
     /// The open table with this file number, as [`get`](Self::get) returns it, pinned for a
-    /// version's file if the budget allows (`Ok`): at most half the capacity is pinned, and
-    /// the cache shrinks by what is. Otherwise (`Err`) the table, as `get` returns it.
+    /// version's file if the budget allows (`Ok`): at most half the capacity is pinned, so
+    /// that the cache always has room to evict among the rest. Otherwise (`Err`) the table,
+    /// as `get` returns it.
     ///
     /// # Errors
     /// As [`get`](Self::get).
@@ -172,19 +176,12 @@ impl TableCache {
         if !taken {
             return Ok(Err(table));
         }
-        self.resize();
+        table.pin();
+        self.tables.keep(file_number, table.clone());
         Ok(Ok(TablePin {
             table,
             pins: self.pins.clone(),
         }))
-    }
-
-    /// Sets the cache's bound to the capacity less the pinned tables, as they are now.
-    fn resize(&self) {
-        let _resizing = self.resizing.lock().unwrap_or_else(|e| e.into_inner());
-        let pinned = self.pins.load(Ordering::Relaxed);
-        self.tables
-            .set_capacity(self.capacity.saturating_sub(pinned));
     }
 
     /// Tables pinned by versions' files ([`pin_for_file`](Self::pin_for_file)) and not yet
@@ -328,14 +325,21 @@ mod tests {
         assert!(cache.open_count() <= 19);
     }
 
-    /// At most half the capacity is pinned, the cache keeps that many fewer open, and a
-    /// released pin gives its place back at the next pin.
+    /// At most half the capacity is pinned; pinned tables stay in the cache (never evicted
+    /// while pinned) and count towards its bound, so a lookup through the cache finds the
+    /// same open table; unpinned, they are evicted as any other.
     #[test]
-    fn pins_take_at_most_half_the_capacity_out_of_the_cache() {
+    fn pinned_tables_stay_in_the_cache_within_its_bound() {
         let (env, cache) = setup(RESERVED_FILES + 20);
         let sizes: Vec<u64> = (1..=100)
             .map(|n| make_table(&env, &format!("{n:06}.ldb")))
             .collect();
+        let get = |i: usize| cache.get(i as u64 + 1, sizes[i]).unwrap();
+        // Filled first, so that the tables after these enter the cache cold (quick_cache
+        // admits the first ones as hot).
+        for i in 50..70 {
+            get(i);
+        }
         let mut pins = Vec::new();
         for (i, &size) in sizes.iter().enumerate().take(15) {
             match cache.pin_for_file(i as u64 + 1, size).unwrap() {
@@ -347,21 +351,24 @@ mod tests {
             }
         }
         assert_eq!((pins.len(), cache.pinned_count()), (10, 10));
-        for (i, &size) in sizes.iter().enumerate().skip(15) {
-            cache.get(i as u64 + 1, size).unwrap();
-            assert!(cache.open_count() <= 10, "{} open", cache.open_count());
+        for i in 70..100 {
+            get(i);
+            assert!(cache.open_count() <= 20, "{} open", cache.open_count());
         }
-        pins.truncate(4);
-        assert_eq!(cache.pinned_count(), 4);
-        // The next pin resizes the cache to the capacity less the 5 pinned.
-        let pin = cache.pin_for_file(16, sizes[15]).unwrap().expect("budget");
-        for (i, &size) in sizes.iter().enumerate().skip(16) {
-            cache.get(i as u64 + 1, size).unwrap();
-            assert!(cache.open_count() <= 15, "{} open", cache.open_count());
+        // Every pinned table is still the cache's: looked up, it is the same open table. The
+        // five looked up as often but not pinned (over the budget) were evicted.
+        let opens = cache.miss_count();
+        for (i, pin) in pins.iter().enumerate() {
+            assert!(std::ptr::eq(&*get(i), pin.table()), "table {i} reopened");
         }
-        assert!(cache.open_count() > 10, "{} open", cache.open_count());
-        drop(pin);
+        assert_eq!(cache.miss_count(), opens);
+        for i in 10..15 {
+            get(i);
+        }
+        assert_eq!(cache.miss_count() - opens, 5);
+        let tables: Vec<Arc<Table>> = pins.iter().map(|p| p.table.clone()).collect();
         drop(pins);
         assert_eq!(cache.pinned_count(), 0);
+        assert!(tables.iter().all(|t| !t.is_pinned()), "unpinned, they may be evicted");
     }
 }

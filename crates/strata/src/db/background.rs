@@ -420,10 +420,12 @@ fn run_compaction<'a>(
                     let took = start.elapsed();
                     (inner.counters).record_compaction(output_level, read, written, took);
                     // The inputs leave the table cache (and are unmapped, unless a reader
-                    // holds one) before readers see the outputs: readers fault the outputs'
-                    // pages in at once, and holding both sets mapped meanwhile would raise the
-                    // process's peak resident memory by the compaction's output. A reader of
-                    // an older version reopens an input it still needs.
+                    // holds one, or the plan's version pins one in its file, until `c` is
+                    // dropped below) before readers see the outputs: readers fault the
+                    // outputs' pages in at once, and holding both sets mapped meanwhile would
+                    // raise the process's peak resident memory by the compaction's output. A
+                    // cursor of an older version reopens an input it still needs that no pin
+                    // holds.
                     for (_, number) in &c.edit.deleted_files {
                         inner.table_cache.evict(*number);
                     }

@@ -211,11 +211,12 @@ pub struct TableCacheStats {
     pub miss_count: u64,
     /// Tables the cache holds open now.
     pub open_count: u64,
-    /// Tables held open by the files of the current state (and of older states still read),
-    /// pinned at their first point lookup while the budget allows, half of
-    /// `max_open_files`: a lookup in a pinned table skips the cache. A pinned table may also
-    /// be in the cache; the cache keeps that many fewer open, so that together they stay
-    /// within `max_open_files`.
+    /// Tables held open by the files of the current state (and of older states still held,
+    /// by a cursor for example), pinned at their first point lookup while the budget allows:
+    /// half the table cache's capacity (`max_open_files` - 10). A lookup in a pinned table
+    /// skips the cache. Pinned tables stay in the cache, never evicted while pinned, so
+    /// `open_count` includes them. A table two states' files pin (a file moved between
+    /// levels) counts twice.
     pub pinned_count: u64,
 }
 

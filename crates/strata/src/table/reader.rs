@@ -11,7 +11,7 @@
 //! no lock. The block cache has its own locks.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::block::{Block, BlockIter};
@@ -88,6 +88,11 @@ pub struct Table {
     /// then carry fences ([`Block::with_fences`]).
     bytewise: bool,
     index: Arc<Block>,
+    /// Every index entry's block handle, decoded at open, in index order (offset and size,
+    /// each below 4 GiB): a point lookup takes its handle from here by the position the
+    /// index's fences give, decoding no index entry. `None` when the index has no fences
+    /// over every entry, or a handle does not fit.
+    index_handles: Option<Box<[(u32, u32)]>>,
     metaindex: BlockHandle,
     filter: Option<FilterBlockReader>,
     cache: Option<Arc<BlockCache>>,
@@ -97,6 +102,9 @@ pub struct Table {
     /// a table's blocks are nearly always all compressed or all not). Such a block is looked for
     /// in the mapping before the cache, which never holds it; a compressed one in the cache first.
     raw_blocks: AtomicBool,
+    /// Versions' files holding the table (`TablePin`s): while any does, the table cache keeps
+    /// it (a relaxed count, changed only when a pin is made or dropped).
+    version_pins: AtomicUsize,
 }
 
 impl std::fmt::Debug for Table {
@@ -131,6 +139,18 @@ impl Table {
         if bytewise {
             index = index.with_fences();
         }
+        let index_handles = index.every_entry_values().and_then(|values| {
+            values
+                .into_iter()
+                .map(|value| {
+                    let handle = BlockHandle::decode(value)?;
+                    Some((
+                        u32::try_from(handle.offset).ok()?,
+                        u32::try_from(handle.size).ok()?,
+                    ))
+                })
+                .collect::<Option<Box<[_]>>>()
+        });
         let index = Arc::new(index);
         let filter = match &options.filter_policy {
             None => None,
@@ -153,12 +173,43 @@ impl Table {
             icmp_dyn: Arc::new(InternalKeyComparator::new(options.comparator)),
             bytewise,
             index,
+            index_handles,
             metaindex: footer.metaindex,
             filter,
             cache,
             cache_id,
             raw_blocks: AtomicBool::new(false),
+            version_pins: AtomicUsize::new(0),
         })
+    }
+
+    /// The index's block handles as decoded at open, if kept ([`Table::index_handles`]).
+    #[cfg(test)]
+    pub(crate) fn index_handles(&self) -> Option<Vec<BlockHandle>> {
+        self.index_handles.as_ref().map(|handles| {
+            handles
+                .iter()
+                .map(|&(offset, size)| BlockHandle {
+                    offset: offset.into(),
+                    size: size.into(),
+                })
+                .collect()
+        })
+    }
+
+    /// Counts a version's file holding the table (`TablePin`).
+    pub(crate) fn pin(&self) {
+        self.version_pins.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a version's file letting the table go.
+    pub(crate) fn unpin(&self) {
+        self.version_pins.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// True while a version's file holds the table.
+    pub(crate) fn is_pinned(&self) -> bool {
+        self.version_pins.load(Ordering::Relaxed) > 0
     }
 
     /// The path the table was opened from.
@@ -303,13 +354,29 @@ impl Table {
         internal_key: &[u8],
         found: impl FnOnce(&Arc<Block>, &[u8], &[u8]) -> R,
     ) -> Result<Option<R>> {
-        let Some(handle) = self.index.find(&self.icmp, internal_key, |_, value| {
-            self.decode_handle(value, self.metaindex.offset)
-        })?
-        else {
-            return Ok(None);
+        let by_position = self.index_handles.as_deref().and_then(|handles| {
+            Some((handles, self.index.entry_at_or_after(&self.icmp, internal_key)?))
+        });
+        let handle = match by_position {
+            Some((handles, position)) => {
+                let Some(&(offset, size)) = handles.get(position?) else {
+                    return Ok(None);
+                };
+                BlockHandle {
+                    offset: offset.into(),
+                    size: size.into(),
+                }
+            }
+            None => {
+                let Some(handle) = self.index.find(&self.icmp, internal_key, |_, value| {
+                    self.decode_handle(value, self.metaindex.offset)
+                })?
+                else {
+                    return Ok(None);
+                };
+                handle?
+            }
         };
-        let handle = handle?;
         if let Some(filter) = &self.filter {
             if !filter.key_may_match(handle.offset, user_key(internal_key)) {
                 return Ok(None);

@@ -176,6 +176,24 @@ fn a_block_hit_twice_is_cached_in_its_search_form() {
     }
 }
 
+/// A table keeps its index's block handles, decoded at open, exactly as the index lists
+/// them (the data blocks in order), under every option set; lookups take them from there.
+#[test]
+fn index_handles_are_the_index_entries() {
+    for options in option_sets() {
+        let env = MemEnv::new();
+        let size = build(&env, &options, &model(300));
+        let table = open(&env, &options, size, None).unwrap();
+        let listed: Vec<BlockHandle> = table
+            .data_blocks()
+            .unwrap()
+            .into_iter()
+            .map(|(handle, _)| handle)
+            .collect();
+        assert_eq!(table.index_handles(), Some(listed));
+    }
+}
+
 #[test]
 fn bloom_filter_skips_data_blocks_for_absent_keys() {
     let options = TableOptions {

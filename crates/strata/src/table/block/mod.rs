@@ -412,6 +412,29 @@ impl Block {
     where
         C: Comparator + ?Sized,
     {
+        let lo = self.first_restart_not_before(fences, comparator, target)?;
+        if lo == self.num_restarts {
+            return Ok(None);
+        }
+        let h = self.restart_entry(lo)?;
+        Ok(Some(found(
+            &self.data[h.key_delta..h.value_start()],
+            &self.data[h.value_start()..h.end()],
+        )))
+    }
+
+    /// The first restart at or after `target` (`num_restarts` if none is), searched for
+    /// between the bounds `fences` give; only the restarts they leave in doubt are decoded.
+    #[inline(always)]
+    fn first_restart_not_before<C>(
+        &self,
+        fences: &RestartFences,
+        comparator: &C,
+        target: &[u8],
+    ) -> Result<usize>
+    where
+        C: Comparator + ?Sized,
+    {
         let (left, right) = fences.narrow(target);
         // Restart `left` is before `target` unless it is 0; restart `hi`, if there is one, is
         // not before it: the answer is in `lo..=hi`.
@@ -428,14 +451,35 @@ impl Block {
                 hi = mid;
             }
         }
-        if lo == self.num_restarts {
-            return Ok(None);
-        }
-        let h = self.restart_entry(lo)?;
-        Ok(Some(found(
-            &self.data[h.key_delta..h.value_start()],
-            &self.data[h.value_start()..h.end()],
-        )))
+        Ok(lo)
+    }
+
+    /// In a block whose every entry is a restart and which has fences (an index block): the
+    /// position of the first entry at or after `target` (the number of entries if none is),
+    /// with no entry decoded unless the fences leave it in doubt. `None` for other blocks.
+    ///
+    /// # Errors
+    /// Corruption if an entry the search decodes is damaged.
+    #[inline]
+    pub(crate) fn entry_at_or_after<C>(&self, comparator: &C, target: &[u8]) -> Option<Result<usize>>
+    where
+        C: Comparator + ?Sized,
+    {
+        let fences = self.fences.as_deref().filter(|f| f.every_entry())?;
+        Some(self.first_restart_not_before(fences, comparator, target))
+    }
+
+    /// The values of the block's entries in order, if every entry is a restart and has
+    /// fences (as [`entry_at_or_after`](Self::entry_at_or_after) needs); `None` otherwise, or
+    /// if an entry does not decode.
+    pub(crate) fn every_entry_values(&self) -> Option<Vec<&[u8]>> {
+        self.fences.as_deref().filter(|f| f.every_entry())?;
+        (0..self.num_restarts)
+            .map(|i| {
+                let h = self.restart_entry(i).ok()?;
+                Some(&self.data[h.value_start()..h.end()])
+            })
+            .collect()
     }
 
     /// The header of restart `index`'s entry, which stores its whole key.
