@@ -186,14 +186,18 @@ impl Table {
     /// The index's block handles as decoded at open, if kept ([`Table::index_handles`]).
     #[cfg(test)]
     pub(crate) fn index_handles(&self) -> Option<Vec<BlockHandle>> {
-        self.index_handles.as_ref().map(|handles| {
-            handles
-                .iter()
-                .map(|&(offset, size)| BlockHandle {
-                    offset: offset.into(),
-                    size: size.into(),
-                })
-                .collect()
+        let count = self.index_handles.as_ref()?.len();
+        (0..count).map(|i| self.index_handle(i)).collect()
+    }
+
+    /// The handle of the data block at `position` in the index, from the handles decoded at
+    /// open; `None` past the last block, or if they were not kept.
+    #[inline]
+    fn index_handle(&self, position: usize) -> Option<BlockHandle> {
+        let &(offset, size) = self.index_handles.as_deref()?.get(position)?;
+        Some(BlockHandle {
+            offset: offset.into(),
+            size: size.into(),
         })
     }
 
@@ -354,18 +358,17 @@ impl Table {
         internal_key: &[u8],
         found: impl FnOnce(&Arc<Block>, &[u8], &[u8]) -> R,
     ) -> Result<Option<R>> {
-        let by_position = self.index_handles.as_deref().and_then(|handles| {
-            Some((handles, self.index.entry_at_or_after(&self.icmp, internal_key)?))
-        });
+        let by_position = self
+            .index_handles
+            .is_some()
+            .then(|| self.index.entry_at_or_after(&self.icmp, internal_key))
+            .flatten();
         let handle = match by_position {
-            Some((handles, position)) => {
-                let Some(&(offset, size)) = handles.get(position?) else {
+            Some(position) => {
+                let Some(handle) = self.index_handle(position?) else {
                     return Ok(None);
                 };
-                BlockHandle {
-                    offset: offset.into(),
-                    size: size.into(),
-                }
+                handle
             }
             None => {
                 let Some(handle) = self.index.find(&self.icmp, internal_key, |_, value| {
