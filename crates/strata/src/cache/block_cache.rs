@@ -56,6 +56,10 @@ const MIN_DOOR_KEEPER_SLOTS: usize = 64;
 /// assert_ne!(cache.new_table_id(), cache.new_table_id());
 /// assert!(cache.get(1, 0).is_none());
 /// assert_eq!((cache.hit_count(), cache.miss_count(), cache.insert_count()), (0, 1, 0));
+/// // The door keeper: a block's first miss is remembered, its second admitted.
+/// assert!(!cache.admit(1, 0));
+/// assert!(cache.admit(1, 0));
+/// assert_eq!(cache.deferred_count(), 1);
 /// ```
 pub struct BlockCache {
     cache: quick_cache::sync::Cache<(u64, u64), Arc<Block>, BlockWeighter>,
@@ -119,6 +123,18 @@ impl BlockCache {
     /// true if the block was inserted (and then kept, unless it is larger than the whole
     /// cache).
     pub fn offer(&self, table_id: u64, offset: u64, block: &Arc<Block>) -> bool {
+        let admitted = self.admit(table_id, offset);
+        if admitted {
+            self.insert(table_id, offset, block.clone());
+        }
+        admitted
+    }
+
+    /// The door keeper's half of [`offer`](Self::offer), for a reader that decides how to
+    /// read a block by whether the cache will take it: true if the block of table `table_id`
+    /// at `offset` missed recently before (the caller then [`insert`](Self::insert)s it),
+    /// false if this miss is its first (remembered, and counted as deferred).
+    pub fn admit(&self, table_id: u64, offset: u64) -> bool {
         // One multiply-xorshift mix of the key: the high 32 bits pick the slot, the low 32
         // (never 0, which marks an empty slot) are the fingerprint.
         let mixed = (table_id.rotate_left(32) ^ offset).wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -127,7 +143,6 @@ impl BlockCache {
         let fingerprint = (mixed as u32) | 1;
         if slot.load(Ordering::Relaxed) == fingerprint {
             slot.store(0, Ordering::Relaxed);
-            self.insert(table_id, offset, block.clone());
             true
         } else {
             slot.store(fingerprint, Ordering::Relaxed);

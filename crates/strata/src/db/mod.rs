@@ -669,9 +669,12 @@ impl Db {
     /// The value of `key`, or `None` if it is absent, without copying it when it can: a value
     /// found in a table stays in its data block, and one found in a memtable in the memtable,
     /// which the [`PinnedValue`] keeps alive; it dereferences to the value. A value kept in a
-    /// blob file is copied, as [`get`](Self::get) copies every value, and so is one found in
-    /// a block stored uncompressed, which is read in place from its table file (a value held
-    /// for long must not keep a table file open after compaction deleted it).
+    /// blob file is copied, as [`get`](Self::get) copies every value; so is one found in a
+    /// block stored uncompressed, which is read in place from its table file (a value held
+    /// for long must not keep a table file open after compaction deleted it), and one found in
+    /// a compressed block the block cache does not take at this read (the first read of a
+    /// block in a while, or a read with `fill_cache` off), which is decompressed only as far
+    /// as the value, into a buffer the thread reuses.
     ///
     /// # Errors
     /// As [`get`](Self::get).
@@ -683,6 +686,10 @@ impl Db {
     /// let db = Db::open(dir.path(), Options { create_if_missing: true, ..Options::default() })?;
     /// db.put("apple", "red".repeat(100))?; // compresses: its block is decompressed
     /// db.compact_range(None, None)?; // the value is now in a table
+    /// // The block's first read decodes it as far as the value, which is copied; its second
+    /// // puts the whole block in the cache, where the value stays.
+    /// let first = db.get_pinned("apple")?.unwrap();
+    /// assert!(!first.is_pinned_in_block());
     /// let value = db.get_pinned("apple")?.unwrap();
     /// assert_eq!(&*value, "red".repeat(100).as_bytes());
     /// assert!(value.is_pinned_in_block());

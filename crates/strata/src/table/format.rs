@@ -260,8 +260,6 @@ fn check_and_expand(
 /// Decompresses a raw Snappy block, refusing lengths the input cannot produce.
 pub(crate) fn decompress_snappy(stored: &[u8]) -> std::result::Result<Vec<u8>, &'static str> {
     let len = snap::raw::decompress_len(stored).map_err(|_| "bad snappy block header")?;
-    // Each Snappy element of k bytes yields at most 64 bytes, with k >= 3 for copies that long;
-    // a claimed length beyond that bound is damage, and must not drive the allocation.
     let bound = stored.len().saturating_mul(22).saturating_add(64);
     if len > bound {
         return Err("snappy block claims an impossible length");

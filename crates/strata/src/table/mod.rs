@@ -11,6 +11,7 @@ mod builder;
 pub mod filter_block;
 pub mod format;
 mod reader;
+mod snappy;
 
 use std::sync::Arc;
 

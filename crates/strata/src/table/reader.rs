@@ -14,7 +14,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::block::{Block, BlockIter};
+use super::block::{find_while_decoding, Block, BlockIter};
+use super::snappy::SnappyReader;
 use super::filter_block::FilterBlockReader;
 use super::format::{
     expand_stored_block, mapped_block, read_block, read_footer, verify_stored_block, BlockHandle,
@@ -49,6 +50,29 @@ impl Default for BlockReadOptions {
             fill_cache: true,
         }
     }
+}
+
+/// What the block cache's door keeper said of a block a point lookup missed
+/// ([`BlockCache::admit`]).
+#[derive(Debug, Clone, Copy)]
+enum Door {
+    /// Not asked: the lookup reads the block whole and offers it.
+    NotAsked,
+    /// The cache takes the block.
+    Admitted,
+    /// The cache does not take it this time (the miss is remembered).
+    Declined,
+}
+
+/// The largest buffer a thread keeps for decompressing blocks part way (larger ones, for
+/// blocks far over the default size, are freed after use).
+const MAX_KEPT_DECODE_BUFFER: usize = 256 << 10;
+
+thread_local! {
+    /// The buffer a point lookup decompresses a block into part way
+    /// ([`Table::find_while_decoding`]): taken for the decode and put back after, so a
+    /// lookup allocates no block buffer and touches memory the last one warmed.
+    static DECODE_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// An open table.
@@ -235,10 +259,29 @@ impl Table {
     /// search a block as a point lookup does (seekrandom was 2% slower when only lookups
     /// made them), and a scan reads most blocks once, which the door keeper does not cache.
     fn data_block(&self, handle: BlockHandle, options: &BlockReadOptions) -> Result<Arc<Block>> {
+        if let Some(block) = self.resident_block(handle, options)? {
+            return Ok(block);
+        }
+        let (block, in_mapping) = self.read_data_block(handle, options)?;
+        if options.fill_cache && !in_mapping {
+            if let Some(cache) = &self.cache {
+                cache.offer(self.cache_id, handle.offset, &block);
+            }
+        }
+        Ok(block)
+    }
+
+    /// The data block at `handle` if it is in memory: stored uncompressed in the mapping (looked
+    /// for first when the last block read was), or in the cache.
+    fn resident_block(
+        &self,
+        handle: BlockHandle,
+        options: &BlockReadOptions,
+    ) -> Result<Option<Arc<Block>>> {
         let raw_first = self.raw_blocks.load(Ordering::Relaxed);
         if raw_first {
             if let Some(block) = self.block_in_mapping(handle, options)? {
-                return Ok(Arc::new(block));
+                return Ok(Some(Arc::new(block)));
             }
             self.raw_blocks.store(false, Ordering::Relaxed);
         }
@@ -251,17 +294,27 @@ impl Table {
                     if let Some(searchable) = block.searchable(self.bytewise) {
                         let searchable = Arc::new(searchable);
                         cache.replace(self.cache_id, handle.offset, searchable.clone());
-                        return Ok(searchable);
+                        return Ok(Some(searchable));
                     }
                 }
-                return Ok(block);
+                return Ok(Some(block));
             }
         }
+        Ok(None)
+    }
+
+    /// The data block at `handle`, read from the file (whole, decompressed), and true if it is
+    /// read in place from the mapping (stored uncompressed: never cached).
+    fn read_data_block(
+        &self,
+        handle: BlockHandle,
+        options: &BlockReadOptions,
+    ) -> Result<(Arc<Block>, bool)> {
         let block = match mapped_block(&*self.file, &self.path, self.data_end, handle)? {
             Some(stored) if stored[stored.len() - BLOCK_TRAILER_SIZE] == Compression::None as u8 => {
                 if let Some(block) = self.block_in_mapping(handle, options)? {
                     self.raw_blocks.store(true, Ordering::Relaxed);
-                    return Ok(Arc::new(block));
+                    return Ok((Arc::new(block), true));
                 }
                 self.read_from_file(handle, options)?
             }
@@ -274,13 +327,64 @@ impl Table {
             )?,
             None => self.read_from_file(handle, options)?,
         };
-        let block = Arc::new(block);
+        Ok((Arc::new(block), false))
+    }
+
+    /// A point lookup in the data block at `handle`, which is not in memory, when the block is
+    /// stored compressed with Snappy in the mapping and the cache will not keep it (the door
+    /// keeper defers it, or the read does not fill the cache): the block is checked, then
+    /// decompressed only as far as the entry found ([`find_while_decoding`]), into a buffer
+    /// each thread reuses. `Ok(Err(found))` hands `found` back, with what the door keeper said,
+    /// when the lookup needs the whole block (not mapped, not Snappy, admitted to the cache,
+    /// or a scan that does not settle).
+    fn find_while_decoding<R, F>(
+        &self,
+        handle: BlockHandle,
+        options: &BlockReadOptions,
+        target: &[u8],
+        found: F,
+    ) -> Result<std::result::Result<Option<R>, (F, Door)>>
+    where
+        F: FnOnce(Option<&Arc<Block>>, &[u8], &[u8]) -> R,
+    {
+        let Some(stored) = mapped_block(&*self.file, &self.path, self.data_end, handle)? else {
+            return Ok(Err((found, Door::NotAsked)));
+        };
+        let size = stored.len() - BLOCK_TRAILER_SIZE;
+        if stored[size] != Compression::Snappy as u8 {
+            return Ok(Err((found, Door::NotAsked)));
+        }
+        let mut door = Door::NotAsked;
         if options.fill_cache {
             if let Some(cache) = &self.cache {
-                cache.offer(self.cache_id, handle.offset, &block);
+                if cache.admit(self.cache_id, handle.offset) {
+                    return Ok(Err((found, Door::Admitted)));
+                }
+                door = Door::Declined;
             }
         }
-        Ok(block)
+        let corrupt = |reason| Error::corruption(&*self.path, handle.offset, reason);
+        if options.verify_checksums {
+            verify_stored_block(stored).map_err(corrupt)?;
+        }
+        let mut reader =
+            SnappyReader::new(&stored[..size], DECODE_BUFFER.take()).map_err(corrupt)?;
+        let mut slot = Some(found);
+        let answer = find_while_decoding(&mut reader, &self.icmp, target, |k, v| {
+            let found = slot.take().expect("find_while_decoding calls `found` at most once");
+            found(None, k, v)
+        });
+        let buffer = reader.into_buffer();
+        if buffer.len() <= MAX_KEPT_DECODE_BUFFER {
+            DECODE_BUFFER.set(buffer);
+        }
+        match answer.map_err(corrupt)? {
+            Some(r) => Ok(Ok(Some(r))),
+            None => Ok(Err((
+                slot.expect("`found` is not called when the scan does not settle"),
+                door,
+            ))),
+        }
     }
 
     /// The block at `handle` read from the file (with `pread`, or out of the mapping).
@@ -351,12 +455,14 @@ impl Table {
     }
 
     /// [`get`](Self::get), also handing `found` the data block the key and value lie in, so
-    /// that it can keep the value without copying it ([`Block::slice`]).
+    /// that it can keep the value without copying it ([`Block::slice`]); `None` when they lie
+    /// in a block decompressed only part way into a buffer the thread reuses, and must be
+    /// copied to be kept.
     pub(crate) fn get_in_block<R>(
         &self,
         options: &BlockReadOptions,
         internal_key: &[u8],
-        found: impl FnOnce(&Arc<Block>, &[u8], &[u8]) -> R,
+        found: impl FnOnce(Option<&Arc<Block>>, &[u8], &[u8]) -> R,
     ) -> Result<Option<R>> {
         let by_position = self
             .index_handles
@@ -385,8 +491,26 @@ impl Table {
                 return Ok(None);
             }
         }
-        let block = self.data_block(handle, options)?;
-        block.find(&self.icmp, internal_key, |k, v| found(&block, k, v))
+        if let Some(block) = self.resident_block(handle, options)? {
+            return block.find(&self.icmp, internal_key, |k, v| found(Some(&block), k, v));
+        }
+        let (found, door) = match self.find_while_decoding(handle, options, internal_key, found)? {
+            Ok(answer) => return Ok(answer),
+            Err(back) => back,
+        };
+        let (block, in_mapping) = self.read_data_block(handle, options)?;
+        if options.fill_cache && !in_mapping {
+            if let Some(cache) = &self.cache {
+                match door {
+                    Door::Admitted => cache.insert(self.cache_id, handle.offset, block.clone()),
+                    Door::NotAsked => {
+                        cache.offer(self.cache_id, handle.offset, &block);
+                    }
+                    Door::Declined => {}
+                }
+            }
+        }
+        block.find(&self.icmp, internal_key, |k, v| found(Some(&block), k, v))
     }
 
     /// A cursor over the table's entries.

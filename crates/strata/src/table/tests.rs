@@ -540,7 +540,7 @@ fn a_mapped_tables_uncompressed_blocks_are_read_in_place_and_checked() {
         assert_eq!(read_everything(&table, &entries).unwrap(), entries);
         let in_place = table
             .get_in_block(&BlockReadOptions::default(), &entries[7].0, |block, _, v| {
-                (block.is_mapped(), v.to_vec())
+                (block.is_some_and(|b| b.is_mapped()), v.to_vec())
             })
             .unwrap()
             .unwrap();
@@ -584,4 +584,162 @@ fn a_mapped_tables_uncompressed_blocks_are_read_in_place_and_checked() {
     // Harmless flips: the footer's zero padding and the metaindex block (never read without a
     // filter policy).
     assert!(original_raw.len() - errors <= 40 + 13, "{errors} errors");
+}
+
+/// A point lookup in a mapped table's Snappy block that the cache does not take decodes the
+/// block only up to the entry it finds (`Table::find_while_decoding`), and answers every
+/// lookup as the whole block's search does: present keys, every version of a key, keys between
+/// entries, keys after a block's last entry (which need the whole block), keys before and
+/// after the table, and keys too long for the stack.
+#[test]
+fn lookups_that_decode_blocks_part_way_agree_with_whole_blocks() {
+    use crate::env::PosixEnv;
+    use crate::key::MAX_SEQNO;
+    let dir = tempfile::tempdir().unwrap();
+    let env = PosixEnv::new();
+    let path = dir.path().join("000011.ldb");
+    let mut entries = Vec::new();
+    for i in 0..600usize {
+        let user = if i % 97 == 5 {
+            format!("key{i:06}{}", "L".repeat(300))
+        } else {
+            format!("key{i:06}")
+        };
+        // Three versions of every third key, newest first.
+        let versions = if i % 3 == 0 { 3 } else { 1 };
+        for v in 0..versions {
+            let seqno = 10_000 - (i * 3 + v) as u64;
+            let value = format!("value {i} version {v} ").repeat(4 + i % 7);
+            entries.push((ikey(user.as_bytes(), seqno), value.into_bytes()));
+        }
+    }
+    let mut targets: Vec<Vec<u8>> = entries.iter().map(|(k, _)| k.clone()).collect();
+    for (k, _) in &entries {
+        let user = user_key(k);
+        targets.push(ikey(user, MAX_SEQNO));
+        targets.push(ikey(user, 1));
+        let mut after = user.to_vec();
+        after.push(0);
+        targets.push(ikey(&after, MAX_SEQNO));
+    }
+    targets.push(ikey(b"", MAX_SEQNO));
+    targets.push(ikey(b"zzz", MAX_SEQNO));
+
+    for block_size in [256, 4096] {
+        let options = TableOptions {
+            block_size,
+            compression: Compression::Snappy,
+            ..TableOptions::default()
+        };
+        let mut b = TableBuilder::new(options.clone(), env.new_writable_file(&path).unwrap());
+        for (k, v) in &entries {
+            b.add(k, v).unwrap();
+        }
+        let size = b.finish(true).unwrap();
+        let open = |file: Arc<dyn RandomAccessFile>, cache: Option<Arc<BlockCache>>| {
+            Arc::new(Table::open(options.clone(), file, &path, size, cache).unwrap())
+        };
+        // Read with `pread`: every block decoded whole.
+        let whole = open(env.new_random_access_file(&path).unwrap(), None);
+        let lookup = |table: &Table, read: &BlockReadOptions, target: &[u8]| {
+            table
+                .get_in_block(read, target, |block, k, v| {
+                    (block.is_none(), k.to_vec(), v.to_vec())
+                })
+                .unwrap()
+        };
+        let cached = BlockReadOptions::default();
+        let uncached = BlockReadOptions {
+            fill_cache: false,
+            ..cached
+        };
+        for (cache, read) in [
+            (None, cached),
+            (Some(Arc::new(BlockCache::new(1 << 20))), cached),
+            (Some(Arc::new(BlockCache::new(1 << 20))), uncached),
+        ] {
+            let mapped = open(env.new_mapped_file(&path).unwrap(), cache.clone());
+            let mut part_way = 0;
+            for target in &targets {
+                let expected = lookup(&whole, &uncached, target).map(|(_, k, v)| (k, v));
+                let got = lookup(&mapped, &read, target);
+                part_way += usize::from(got.as_ref().is_some_and(|g| g.0));
+                assert_eq!(got.map(|(_, k, v)| (k, v)), expected, "block size {block_size}");
+            }
+            // Without a cache or filling none, every lookup that finds an entry in its block
+            // decodes part way; with one, a block's first lookup does, its second reads it
+            // whole into the cache, and the rest find it there.
+            let of = (part_way, targets.len(), block_size, read.fill_cache);
+            if read.fill_cache && cache.is_some() {
+                assert!(part_way > 0 && part_way < targets.len() / 4, "{of:?}");
+            } else {
+                assert!(part_way > targets.len() * 3 / 4, "{of:?}");
+            }
+        }
+        // The key after a block's last entry has none at or after it in that block: the scan
+        // reaches the restart array and the whole block's search answers.
+        let mapped = open(env.new_mapped_file(&path).unwrap(), None);
+        let last = &entries.last().unwrap().0;
+        let mut after_last = user_key(last).to_vec();
+        after_last.push(0);
+        assert_eq!(lookup(&mapped, &uncached, &ikey(&after_last, MAX_SEQNO)), None);
+        let first = lookup(&mapped, &uncached, &entries[0].0).unwrap();
+        assert!(first.0, "the first entry is found part way");
+        assert_eq!((first.1, first.2), entries[0].clone());
+    }
+}
+
+/// A Snappy block damaged on disk: a lookup that would decode it part way reports the same
+/// corruption as a whole read when checksums are verified, and never panics when they are not.
+#[test]
+fn lookups_that_decode_part_way_report_damaged_blocks() {
+    use crate::env::PosixEnv;
+    let dir = tempfile::tempdir().unwrap();
+    let env = PosixEnv::new();
+    let path = dir.path().join("000011.ldb");
+    let entries: Vec<_> = (0..200)
+        .map(|i| {
+            let k = ikey(format!("key{i:05}").as_bytes(), 500 - i as u64);
+            (k, format!("value {i} ").repeat(5).into_bytes())
+        })
+        .collect();
+    let options = TableOptions {
+        block_size: 1024,
+        compression: Compression::Snappy,
+        ..TableOptions::default()
+    };
+    let mut b = TableBuilder::new(options.clone(), env.new_writable_file(&path).unwrap());
+    for (k, v) in &entries {
+        b.add(k, v).unwrap();
+    }
+    let size = b.finish(true).unwrap();
+    let original = std::fs::read(&path).unwrap();
+    let verify = BlockReadOptions {
+        fill_cache: false,
+        ..BlockReadOptions::default()
+    };
+    let trusting = BlockReadOptions {
+        verify_checksums: false,
+        ..verify
+    };
+    // Flip bytes across the first data block (at offset 0), one at a time.
+    for at in (0..300).step_by(7) {
+        let mut data = original.clone();
+        data[at] ^= 0x5a;
+        std::fs::write(&path, &data).unwrap();
+        let open = |file: Arc<dyn RandomAccessFile>| {
+            Table::open(options.clone(), file, &path, size, None).unwrap()
+        };
+        let mapped = open(env.new_mapped_file(&path).unwrap());
+        let whole = open(env.new_random_access_file(&path).unwrap());
+        for (k, _) in entries.iter().take(10) {
+            let got = mapped.get(&verify, k, |_, v| v.to_vec()).unwrap_err();
+            let expected = whole.get(&verify, k, |_, v| v.to_vec()).unwrap_err();
+            assert!(got.is_corruption(), "{got}");
+            assert_eq!(got.to_string(), expected.to_string());
+            assert!(got.to_string().contains("000011.ldb at offset 0"), "{got}");
+            // Unchecked: any answer or error, but no panic.
+            let _ = mapped.get(&trusting, k, |k, v| (k.to_vec(), v.to_vec()));
+        }
+    }
 }

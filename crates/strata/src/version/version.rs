@@ -99,7 +99,7 @@ pub(crate) enum TableLookup {
     /// (a borrow would hold the table file open for as long as the caller keeps the value).
     CopiedValue(Vec<u8>),
     /// Found, kept in a blob file: this is the encoded pointer.
-    BlobPointer(BlockSlice),
+    BlobPointer(Vec<u8>),
     /// The newest visible entry is a deletion.
     Deleted,
     /// No file holds the key.
@@ -635,24 +635,28 @@ fn lookup_in(
         if ucmp.compare(parsed.user_key, user_key) != CmpOrdering::Equal {
             return None;
         }
-        let slice = || block.slice(v).expect("find hands out slices of its block");
         if parsed.seqno < floor {
             return Some(TableLookup::Deleted);
         }
-        Some(match parsed.kind {
-            ValueKind::Value if block.is_mapped() => copied_value(v),
-            ValueKind::Value => TableLookup::Value(slice()),
-            ValueKind::BlobPointer => TableLookup::BlobPointer(slice()),
+        // A value in a block read in place from the mapping, or decoded part way into a
+        // thread's buffer, is copied; one in a block in memory is borrowed.
+        let in_memory = block.filter(|b| !b.is_mapped());
+        Some(match (parsed.kind, in_memory) {
+            (ValueKind::Value, Some(block)) => {
+                TableLookup::Value(block.slice(v).expect("find hands out slices of its block"))
+            }
+            (ValueKind::Value, None) => copied_value(v),
+            // A pointer is a few bytes, read once to find the blob.
+            (ValueKind::BlobPointer, _) => TableLookup::BlobPointer(v.to_vec()),
             // `parse` refuses `RangeDeletion`: tables hold no range deletions.
-            ValueKind::Deletion | ValueKind::RangeDeletion => TableLookup::Deleted,
+            (ValueKind::Deletion | ValueKind::RangeDeletion, _) => TableLookup::Deleted,
         })
     })?;
     Ok(found.flatten())
 }
 
-/// Out of line: compression off is the uncommon case, and the copy inlined into
-/// `lookup_in_table` cost readhot 2-3% with Snappy.
-#[cold]
+/// Out of line: the copy inlined into `lookup_in_table` cost readhot 2-3% (whose values are
+/// borrowed from cached blocks).
 #[inline(never)]
 fn copied_value(v: &[u8]) -> TableLookup {
     TableLookup::CopiedValue(v.to_vec())

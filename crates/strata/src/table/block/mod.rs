@@ -17,6 +17,7 @@ use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::table::block_builder::BlockBuilder;
+use crate::table::snappy::SnappyReader;
 
 mod fences;
 pub(crate) use fences::RestartFences;
@@ -396,6 +397,62 @@ impl Block {
     }
 }
 
+/// A point lookup in a data block still being decompressed (`reader`): the first entry whose
+/// key is at or after the internal key `target`, as [`Block::find`] finds it, decoding the
+/// block only as far as that entry's end. Returns `Ok(Some(found(key, value)))`, or
+/// `Ok(None)` without calling `found` when the lookup needs the whole block: no entry at or
+/// after `target` before the entries end, or an entry this scan does not read (the whole
+/// block's search then answers, or reports the damage); `Err` if the Snappy data is damaged
+/// before the entry.
+///
+/// The scan walks entries from the block's start, as a block's restart array, which would let
+/// it skip ahead, is at the block's end. It knows the entries have ended when it meets an
+/// entry with no key: the restart array begins with restart 0's offset, four zero bytes
+/// (invariant 3 of [`Block`]), which read as an entry of empty key and value, and an entry
+/// of a table's block holds an internal key of at least eight bytes.
+pub(crate) fn find_while_decoding<C, R, F>(
+    reader: &mut SnappyReader<'_>,
+    comparator: &C,
+    target: &[u8],
+    found: F,
+) -> std::result::Result<Option<R>, &'static str>
+where
+    C: Comparator + ?Sized,
+    F: FnOnce(&[u8], &[u8]) -> R,
+{
+    let mut key = ScratchKey::new();
+    let mut offset = 0;
+    loop {
+        reader.fill_to(offset + MAX_ENTRY_HEADER)?;
+        let Some((shared, non_shared, value_len, header_len)) = reader
+            .decoded()
+            .get(offset..)
+            .and_then(decode_entry_lengths)
+        else {
+            return Ok(None);
+        };
+        let key_delta = offset + header_len;
+        let Some(end) = key_delta
+            .checked_add(non_shared)
+            .and_then(|n| n.checked_add(value_len))
+        else {
+            return Ok(None);
+        };
+        reader.fill_to(end)?;
+        let data = reader.decoded();
+        if end > data.len() || !key.rebuild(shared, &data[key_delta..key_delta + non_shared]) {
+            return Ok(None);
+        }
+        if key.as_slice().len() < crate::key::TAG_LEN {
+            return Ok(None);
+        }
+        if comparator.compare(key.as_slice(), target) != Ordering::Less {
+            return Ok(Some(found(key.as_slice(), &data[key_delta + non_shared..end])));
+        }
+        offset = end;
+    }
+}
+
 impl Block {
     /// [`find`](Self::find) in a block whose every entry is a restart point: the answer is
     /// the first restart at or after `target`, searched for between the bounds the fences
@@ -668,25 +725,34 @@ impl EntryHeader {
     }
 }
 
+/// The longest entry header: three varint32s.
+const MAX_ENTRY_HEADER: usize = 15;
+
+/// Decodes an entry's three lengths at the start of `src`: `(shared, non_shared, value_len,
+/// header bytes)`.
+#[inline]
+fn decode_entry_lengths(src: &[u8]) -> Option<(usize, usize, usize, usize)> {
+    if src.len() >= 3 && (src[0] | src[1] | src[2]) < 0x80 {
+        // Fast path: all three lengths fit in one byte each.
+        Some((src[0] as usize, src[1] as usize, src[2] as usize, 3))
+    } else {
+        let (shared, a) = decode_varint32(src)?;
+        let (non_shared, b) = decode_varint32(&src[a..])?;
+        let (value_len, c) = decode_varint32(&src[a + b..])?;
+        Some((
+            shared as usize,
+            non_shared as usize,
+            value_len as usize,
+            a + b + c,
+        ))
+    }
+}
+
 /// Decodes the header of the entry at `offset`, checking that the whole entry ends by `limit`.
 #[inline]
 fn decode_entry(data: &[u8], offset: usize, limit: usize) -> Option<EntryHeader> {
     let src = data.get(offset..limit)?;
-    let (shared, non_shared, value_len, header_len) =
-        if src.len() >= 3 && (src[0] | src[1] | src[2]) < 0x80 {
-            // Fast path: all three lengths fit in one byte each.
-            (src[0] as usize, src[1] as usize, src[2] as usize, 3)
-        } else {
-            let (shared, a) = decode_varint32(src)?;
-            let (non_shared, b) = decode_varint32(&src[a..])?;
-            let (value_len, c) = decode_varint32(&src[a + b..])?;
-            (
-                shared as usize,
-                non_shared as usize,
-                value_len as usize,
-                a + b + c,
-            )
-        };
+    let (shared, non_shared, value_len, header_len) = decode_entry_lengths(src)?;
     if src.len() - header_len < non_shared.checked_add(value_len)? {
         return None;
     }

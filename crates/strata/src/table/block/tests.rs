@@ -838,3 +838,70 @@ fn restart_keys_out_of_order_by_tag_get_no_fences() {
     assert!(block_of([10, 9, 8, 7, 14]).fences.is_none());
     assert!(block_of([14, 10, 9, 8, 7]).fences.is_some());
 }
+
+/// `find_while_decoding` over every block `find` searches: the same answer for every key of
+/// the block, keys between and around them, decoding only part of the block for early keys.
+#[test]
+fn finding_while_decoding_agrees_with_find() {
+    use crate::key::{append_internal_key, InternalKeyComparator, ValueKind};
+    use crate::table::snappy::SnappyReader;
+    let icmp = InternalKeyComparator::new(Arc::new(BytewiseComparator));
+    let ikey = |user: &[u8], seqno| {
+        let mut k = Vec::new();
+        append_internal_key(&mut k, user, seqno, ValueKind::Value);
+        k
+    };
+    for restart_interval in [1, 4, 16] {
+        let entries: Vec<_> = (0..60)
+            .map(|i| {
+                let user = format!("user{:04}", i * 2);
+                (ikey(user.as_bytes(), 100), format!("v{i}").repeat(i % 9).into_bytes())
+            })
+            .collect();
+        let data = build(&entries, restart_interval);
+        let compressed = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+        let block = parse(data.clone()).unwrap();
+        for i in 0..125 {
+            let target = ikey(format!("user{i:04}").as_bytes(), 100);
+            let expected = block
+                .find(&icmp, &target, |k, v| (k.to_vec(), v.to_vec()))
+                .unwrap();
+            let mut reader = SnappyReader::new(&compressed, Vec::new()).unwrap();
+            let got = find_while_decoding(&mut reader, &icmp, &target, |k, v| {
+                (k.to_vec(), v.to_vec())
+            })
+            .unwrap();
+            // Past the last key the scan reaches the restart array and defers to `find`.
+            assert_eq!(got, expected, "target {i}, restart interval {restart_interval}");
+            if i < 20 {
+                assert!(reader.decoded().len() < data.len() / 2, "target {i}");
+            }
+        }
+    }
+}
+
+/// The scan stops at the restart array even where its bytes, read on, would look like an
+/// entry: the first restart's four zero bytes read as an entry with no key, which a block of
+/// internal keys never holds. (Here the next restarts are bytes that decode as a key after
+/// the target; the block is damaged, and `find_while_decoding` leaves it to the whole block's
+/// parse, which refuses it.)
+#[test]
+fn finding_while_decoding_stops_at_the_restart_array() {
+    use crate::key::{append_internal_key, InternalKeyComparator, ValueKind};
+    use crate::table::snappy::SnappyReader;
+    let icmp = InternalKeyComparator::new(Arc::new(BytewiseComparator));
+    let mut key = Vec::new();
+    append_internal_key(&mut key, b"a", 1, ValueKind::Value);
+    let mut target = Vec::new();
+    append_internal_key(&mut target, b"b", 1, ValueKind::Value);
+    let mut data = vec![0, key.len() as u8, 1];
+    data.extend_from_slice(&key);
+    data.push(b'x');
+    // Restarts 0, then bytes [9, 0, 'z', 'z'] and ['z'; 4], then the count.
+    data.extend_from_slice(&[0, 0, 0, 0, 9, 0, b'z', b'z', b'z', b'z', b'z', b'z', 3, 0, 0, 0]);
+    let compressed = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+    let mut reader = SnappyReader::new(&compressed, Vec::new()).unwrap();
+    let got = find_while_decoding(&mut reader, &icmp, &target, |k, _| k.to_vec()).unwrap();
+    assert_eq!(got, None);
+    assert!(parse(data).is_err());
+}
