@@ -186,8 +186,8 @@ impl BlockCache {
         self.inserts.load(Ordering::Relaxed)
     }
 
-    /// Blocks [`offer`](Self::offer)ed at their first recent miss and not inserted, since the
-    /// cache was made.
+    /// Blocks [`offer`](Self::offer)ed, or asked after ([`admit`](Self::admit)), at their
+    /// first recent miss and not admitted, since the cache was made.
     pub fn deferred_count(&self) -> u64 {
         self.deferred.load(Ordering::Relaxed)
     }

@@ -336,36 +336,39 @@ impl Table {
     /// decompressed only as far as the entry found ([`find_while_decoding`]), into a buffer
     /// each thread reuses. `Ok(Err(found))` hands `found` back, with what the door keeper said,
     /// when the lookup needs the whole block (not mapped, not Snappy, admitted to the cache,
-    /// or a scan that does not settle).
+    /// or a scan that does not settle), and true if the block's checksum has been verified
+    /// since (if `options` asks): the door keeper is asked only of a checked block.
     fn find_while_decoding<R, F>(
         &self,
         handle: BlockHandle,
         options: &BlockReadOptions,
         target: &[u8],
         found: F,
-    ) -> Result<std::result::Result<Option<R>, (F, Door)>>
+    ) -> Result<std::result::Result<Option<R>, (F, Door, bool)>>
     where
         F: FnOnce(Option<&Arc<Block>>, &[u8], &[u8]) -> R,
     {
         let Some(stored) = mapped_block(&*self.file, &self.path, self.data_end, handle)? else {
-            return Ok(Err((found, Door::NotAsked)));
+            return Ok(Err((found, Door::NotAsked, false)));
         };
         let size = stored.len() - BLOCK_TRAILER_SIZE;
         if stored[size] != Compression::Snappy as u8 {
-            return Ok(Err((found, Door::NotAsked)));
+            return Ok(Err((found, Door::NotAsked, false)));
+        }
+        // Checked before the door keeper is asked, so that a damaged block is neither counted
+        // nor admitted; the whole read that may follow need not check it again.
+        let corrupt = |reason| Error::corruption(&*self.path, handle.offset, reason);
+        if options.verify_checksums {
+            verify_stored_block(stored).map_err(corrupt)?;
         }
         let mut door = Door::NotAsked;
         if options.fill_cache {
             if let Some(cache) = &self.cache {
                 if cache.admit(self.cache_id, handle.offset) {
-                    return Ok(Err((found, Door::Admitted)));
+                    return Ok(Err((found, Door::Admitted, true)));
                 }
                 door = Door::Declined;
             }
-        }
-        let corrupt = |reason| Error::corruption(&*self.path, handle.offset, reason);
-        if options.verify_checksums {
-            verify_stored_block(stored).map_err(corrupt)?;
         }
         let mut reader =
             SnappyReader::new(&stored[..size], DECODE_BUFFER.take()).map_err(corrupt)?;
@@ -383,6 +386,7 @@ impl Table {
             None => Ok(Err((
                 slot.expect("`found` is not called when the scan does not settle"),
                 door,
+                true,
             ))),
         }
     }
@@ -494,11 +498,16 @@ impl Table {
         if let Some(block) = self.resident_block(handle, options)? {
             return block.find(&self.icmp, internal_key, |k, v| found(Some(&block), k, v));
         }
-        let (found, door) = match self.find_while_decoding(handle, options, internal_key, found)? {
-            Ok(answer) => return Ok(answer),
-            Err(back) => back,
+        let (found, door, checked) =
+            match self.find_while_decoding(handle, options, internal_key, found)? {
+                Ok(answer) => return Ok(answer),
+                Err(back) => back,
+            };
+        let read = BlockReadOptions {
+            verify_checksums: options.verify_checksums && !checked,
+            ..*options
         };
-        let (block, in_mapping) = self.read_data_block(handle, options)?;
+        let (block, in_mapping) = self.read_data_block(handle, &read)?;
         if options.fill_cache && !in_mapping {
             if let Some(cache) = &self.cache {
                 match door {

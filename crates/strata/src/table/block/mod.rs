@@ -402,8 +402,9 @@ impl Block {
 /// block only as far as that entry's end. Returns `Ok(Some(found(key, value)))`, or
 /// `Ok(None)` without calling `found` when the lookup needs the whole block: no entry at or
 /// after `target` before the entries end, or an entry this scan does not read (the whole
-/// block's search then answers, or reports the damage); `Err` if the Snappy data is damaged
-/// before the entry.
+/// block's search then answers, or reports the damage); `Err` if the Snappy data it decodes
+/// (up to the entry, and the rest of the element that ends it) is damaged. Damage past that
+/// is not seen: with checksums verified, a damaged block never gets here.
 ///
 /// The scan walks entries from the block's start, as a block's restart array, which would let
 /// it skip ahead, is at the block's end. It knows the entries have ended when it meets an
