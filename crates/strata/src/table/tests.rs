@@ -43,6 +43,20 @@ fn build(env: &MemEnv, options: &TableOptions, entries: &[(Vec<u8>, Vec<u8>)]) -
     b.finish(true).unwrap()
 }
 
+/// Builds a table of `entries` in the file at `path`; returns its size.
+fn build_file(
+    env: &impl Env,
+    path: &Path,
+    options: &TableOptions,
+    entries: &[(Vec<u8>, Vec<u8>)],
+) -> u64 {
+    let mut b = TableBuilder::new(options.clone(), env.new_writable_file(path).unwrap());
+    for (k, v) in entries {
+        b.add(k, v).unwrap();
+    }
+    b.finish(true).unwrap()
+}
+
 fn open(
     env: &MemEnv,
     options: &TableOptions,
@@ -466,11 +480,7 @@ fn a_mapped_table_reads_and_refuses_what_a_read_one_does() {
     let env = PosixEnv::new();
     for options in option_sets() {
         let path = dir.path().join("000011.ldb");
-        let mut b = TableBuilder::new(options.clone(), env.new_writable_file(&path).unwrap());
-        for (k, v) in &entries {
-            b.add(k, v).unwrap();
-        }
-        let size = b.finish(true).unwrap();
+        let size = build_file(&env, &path, &options, &entries);
         let mapped = env.new_mapped_file(&path).unwrap();
         assert!(
             mapped.mapped(0, size as usize).is_some(),
@@ -521,11 +531,7 @@ fn a_mapped_tables_uncompressed_blocks_are_read_in_place_and_checked() {
             compression,
             ..TableOptions::default()
         };
-        let mut b = TableBuilder::new(options.clone(), env.new_writable_file(&path).unwrap());
-        for (k, v) in &entries {
-            b.add(k, v).unwrap();
-        }
-        let size = b.finish(true).unwrap();
+        let size = build_file(&env, &path, &options, &entries);
         let cache = Arc::new(BlockCache::new(1 << 20));
         let table = Arc::new(
             Table::open(
@@ -556,11 +562,7 @@ fn a_mapped_tables_uncompressed_blocks_are_read_in_place_and_checked() {
         compression: Compression::None,
         ..TableOptions::default()
     };
-    let mut b = TableBuilder::new(options.clone(), env.new_writable_file(&path).unwrap());
-    for (k, v) in &entries {
-        b.add(k, v).unwrap();
-    }
-    let size = b.finish(true).unwrap();
+    let size = build_file(&env, &path, &options, &entries);
     let original_raw = std::fs::read(&path).unwrap();
     assert_ne!(original, original_raw);
     let mut errors = 0;
@@ -631,11 +633,7 @@ fn lookups_that_decode_blocks_part_way_agree_with_whole_blocks() {
             compression: Compression::Snappy,
             ..TableOptions::default()
         };
-        let mut b = TableBuilder::new(options.clone(), env.new_writable_file(&path).unwrap());
-        for (k, v) in &entries {
-            b.add(k, v).unwrap();
-        }
-        let size = b.finish(true).unwrap();
+        let size = build_file(&env, &path, &options, &entries);
         let open = |file: Arc<dyn RandomAccessFile>, cache: Option<Arc<BlockCache>>| {
             Arc::new(Table::open(options.clone(), file, &path, size, cache).unwrap())
         };
@@ -708,11 +706,7 @@ fn lookups_that_decode_part_way_report_damaged_blocks() {
         compression: Compression::Snappy,
         ..TableOptions::default()
     };
-    let mut b = TableBuilder::new(options.clone(), env.new_writable_file(&path).unwrap());
-    for (k, v) in &entries {
-        b.add(k, v).unwrap();
-    }
-    let size = b.finish(true).unwrap();
+    let size = build_file(&env, &path, &options, &entries);
     let original = std::fs::read(&path).unwrap();
     let verify = BlockReadOptions {
         fill_cache: false,
