@@ -19,6 +19,7 @@ use std::path::Path;
 
 use crate::coding::{crc32c, crc32c_extend, put_varint64, unmask_crc, Decoder};
 use crate::env::RandomAccessFile;
+use crate::table::snappy::checked_length;
 use crate::error::{Error, Result};
 
 /// The magic number that ends every table: `0xdb4775248b80fb57`.
@@ -259,11 +260,7 @@ fn check_and_expand(
 
 /// Decompresses a raw Snappy block, refusing lengths the input cannot produce.
 pub(crate) fn decompress_snappy(stored: &[u8]) -> std::result::Result<Vec<u8>, &'static str> {
-    let len = snap::raw::decompress_len(stored).map_err(|_| "bad snappy block header")?;
-    let bound = stored.len().saturating_mul(22).saturating_add(64);
-    if len > bound {
-        return Err("snappy block claims an impossible length");
-    }
+    let (len, _) = checked_length(stored)?;
     let mut out = vec![0u8; len];
     match snap::raw::Decoder::new().decompress(stored, &mut out) {
         Ok(n) if n == len => Ok(out),

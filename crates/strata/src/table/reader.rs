@@ -262,10 +262,34 @@ impl Table {
         if let Some(block) = self.resident_block(handle, options)? {
             return Ok(block);
         }
-        let (block, in_mapping) = self.read_data_block(handle, options)?;
+        self.read_whole(handle, options, Door::NotAsked, false)
+    }
+
+    /// The data block at `handle`, not in memory, read whole (its checksum verified if
+    /// `options` asks and it is not `checked` already), and cached as the door keeper said:
+    /// inserted if admitted, offered if not asked, left out if deferred. A block read in place
+    /// from the mapping is never cached.
+    fn read_whole(
+        &self,
+        handle: BlockHandle,
+        options: &BlockReadOptions,
+        door: Door,
+        checked: bool,
+    ) -> Result<Arc<Block>> {
+        let read = BlockReadOptions {
+            verify_checksums: options.verify_checksums && !checked,
+            ..*options
+        };
+        let (block, in_mapping) = self.read_data_block(handle, &read)?;
         if options.fill_cache && !in_mapping {
             if let Some(cache) = &self.cache {
-                cache.offer(self.cache_id, handle.offset, &block);
+                match door {
+                    Door::Admitted => cache.insert(self.cache_id, handle.offset, block.clone()),
+                    Door::NotAsked => {
+                        cache.offer(self.cache_id, handle.offset, &block);
+                    }
+                    Door::Declined => {}
+                }
             }
         }
         Ok(block)
@@ -503,22 +527,7 @@ impl Table {
                 Ok(answer) => return Ok(answer),
                 Err(back) => back,
             };
-        let read = BlockReadOptions {
-            verify_checksums: options.verify_checksums && !checked,
-            ..*options
-        };
-        let (block, in_mapping) = self.read_data_block(handle, &read)?;
-        if options.fill_cache && !in_mapping {
-            if let Some(cache) = &self.cache {
-                match door {
-                    Door::Admitted => cache.insert(self.cache_id, handle.offset, block.clone()),
-                    Door::NotAsked => {
-                        cache.offer(self.cache_id, handle.offset, &block);
-                    }
-                    Door::Declined => {}
-                }
-            }
-        }
+        let block = self.read_whole(handle, options, door, checked)?;
         block.find(&self.icmp, internal_key, |k, v| found(Some(&block), k, v))
     }
 

@@ -34,6 +34,19 @@ fn decoded_length(block: &[u8]) -> Option<(usize, usize)> {
     None
 }
 
+/// The decoded length `block` (a raw Snappy block) claims, and its header's size; an error if
+/// the header does not read or claims more than the block's elements could produce. Both
+/// decoders (this module's and `snap`'s, `format::decompress_snappy`) check it first.
+pub(crate) fn checked_length(block: &[u8]) -> Result<(usize, usize), &'static str> {
+    let (total, header) = decoded_length(block).ok_or("bad snappy block header")?;
+    // Each element of k bytes yields at most 64 bytes, with k >= 3 for copies that long;
+    // a claimed length beyond that bound is damage, and must not drive the allocation.
+    if total > block.len().saturating_mul(22).saturating_add(64) {
+        return Err("snappy block claims an impossible length");
+    }
+    Ok((total, header))
+}
+
 /// Bytes the output buffer holds past the decoded length, so that short literals and copies
 /// can move 8 or 16 bytes at once and let the excess fall where later elements overwrite it.
 const SLOP: usize = 16;
@@ -57,12 +70,7 @@ impl<'a> SnappyReader<'a> {
     /// `buffer`, whose contents are scratch: it is zeroed only where it grows, so a buffer
     /// lent again and again costs nothing to prepare.
     pub(crate) fn new(block: &'a [u8], mut buffer: Vec<u8>) -> Result<Self, &'static str> {
-        let (total, header) = decoded_length(block).ok_or("bad snappy block header")?;
-        // Each element of k bytes yields at most 64 bytes, with k >= 3 for copies that long;
-        // a claimed length beyond that bound is damage, and must not drive the allocation.
-        if total > block.len().saturating_mul(22).saturating_add(64) {
-            return Err("snappy block claims an impossible length");
-        }
+        let (total, header) = checked_length(block)?;
         if buffer.len() < total + SLOP {
             buffer.resize(total + SLOP, 0);
         }
