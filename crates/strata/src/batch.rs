@@ -72,6 +72,18 @@ pub struct BatchOp<'a> {
     pub value: &'a [u8],
 }
 
+impl BatchOp<'_> {
+    /// The bytes this operation takes in a batch's encoding (what `WriteBatch::put` and the
+    /// like append).
+    pub(crate) fn encoded_len(&self) -> usize {
+        let prefixed = |b: &[u8]| crate::coding::varint_length(b.len() as u64) + b.len();
+        match self.kind {
+            ValueKind::Deletion => 1 + prefixed(self.key),
+            _ => 1 + prefixed(self.key) + prefixed(self.value),
+        }
+    }
+}
+
 impl WriteBatch {
     /// An empty batch.
     pub fn new() -> Self {

@@ -58,6 +58,24 @@ const CONFIGS: &[Config] = &[
         num_divisor: 1,
     },
     Config {
+        id: "seq-reads",
+        title: "Reads after a sequential fill",
+        about: "The baseline's reads on a database that fillseq alone made (tables that do not \
+                overlap, as a bulk load leaves them), rather than on what fillrandom and \
+                overwrite leave.",
+        benchmarks: "fillseq,readrandom,readseq,readreverse,readhot,seekrandom,readmissing",
+        extra: &[],
+        baseline: &[
+            ("readrandom", "readrandom"),
+            ("readseq", "readseq"),
+            ("readreverse", "readreverse"),
+            ("readhot", "readhot"),
+            ("seekrandom", "seekrandom"),
+            ("readmissing", "readmissing"),
+        ],
+        num_divisor: 1,
+    },
+    Config {
         id: "batch",
         title: "Batch writes",
         about: "1000 batches of 1000 entries each, in key order and in random order.",

@@ -72,6 +72,14 @@ impl StrataEngine {
 
 impl Engine for StrataEngine {
     fn write(&self, entries: &[(&[u8], &[u8])], sync: bool) -> EngineResult<()> {
+        // One entry is a put, as a user writes it (a large value then goes to its blob file
+        // without first being copied into a batch).
+        if let [(k, v)] = entries {
+            return self
+                .db
+                .put_opt(k, v, &WriteOptions { sync })
+                .map_err(|e| e.to_string());
+        }
         let bytes: usize = entries.iter().map(|(k, v)| k.len() + v.len() + 11).sum();
         let mut batch = WriteBatch::with_capacity(bytes);
         for (k, v) in entries {
@@ -182,6 +190,18 @@ impl Engine for StrataEngine {
     }
 
     fn stats(&self) -> Option<String> {
-        self.db.property("leveldb.stats")
+        let mut out = self.db.property("leveldb.stats")?;
+        let s = self.db.stats().stalls;
+        out.push_str(&format!(
+            "Write stalls: memtable full {} ({:.1} ms), level-0 stop {} ({:.1} ms), \
+             level-0 slowdown {} ({:.1} ms)\n",
+            s.memtable_stop_count,
+            s.memtable_stop_time.as_secs_f64() * 1e3,
+            s.l0_stop_count,
+            s.l0_stop_time.as_secs_f64() * 1e3,
+            s.l0_slowdown_count,
+            s.l0_slowdown_time.as_secs_f64() * 1e3,
+        ));
+        Some(out)
     }
 }

@@ -23,7 +23,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 
 use super::DbInner;
-use crate::batch::WriteBatch;
+use crate::batch::{BatchOp, WriteBatch};
 use crate::blob::{read_value, BlobFileWriter, BlobPointer, BlobScanner};
 use crate::error::{Error, Result};
 use crate::filename;
@@ -155,12 +155,24 @@ impl DbInner {
         let Some(threshold) = self.options.blob_threshold else {
             return Ok((batch, None));
         };
-        let large = |op: &crate::batch::BatchOp<'_>| {
-            op.kind == ValueKind::Value && op.value.len() >= threshold
-        };
+        let large = |op: &BatchOp<'_>| op.kind == ValueKind::Value && op.value.len() >= threshold;
         if !batch.iter().any(|op| large(&op)) {
             return Ok((batch, None));
         }
+        self.separate_ops(batch.iter(), batch.count() as usize, threshold)
+    }
+
+    /// A batch of `ops` (`count` of them) in which every value of at least `threshold` bytes
+    /// is appended to the active blob file and replaced by its pointer; see
+    /// [`separate_values`](Self::separate_values). `Db::put` of a large value calls it
+    /// straight, so that the value is not first copied into a batch.
+    pub(crate) fn separate_ops<'b>(
+        &self,
+        ops: impl Iterator<Item = BatchOp<'b>>,
+        count: usize,
+        threshold: usize,
+    ) -> Result<(WriteBatch, Option<AppendInFlight<'_>>)> {
+        let large = |op: &BatchOp<'_>| op.kind == ValueKind::Value && op.value.len() >= threshold;
         self.wait_for_blob_gc()?;
         // A blob file that cannot be created stops writes too, as a log that cannot be.
         let mut blobs = self
@@ -169,9 +181,9 @@ impl DbInner {
         let writer = blobs.active.as_mut().expect("opened above");
         let file = writer.number();
         let len_before = writer.len();
-        let mut out = WriteBatch::with_capacity(batch.count() as usize * 48);
+        let mut out = WriteBatch::with_capacity(count * 48);
         let appended = (|| {
-            for op in batch.iter() {
+            for op in ops {
                 if large(&op) {
                     let pointer = writer.add(op.key, op.value, self.options.blob_compression)?;
                     out.put_blob_pointer(op.key, &pointer);

@@ -463,10 +463,7 @@ impl Db {
         value: impl AsRef<[u8]>,
         options: &WriteOptions,
     ) -> Result<()> {
-        let (key, value) = (key.as_ref(), value.as_ref());
-        let mut batch = WriteBatch::with_capacity(key.len() + value.len() + 11);
-        batch.put(key, value);
-        self.write_opt(batch, options)
+        write::put(&self.inner, options, key.as_ref(), value.as_ref())
     }
 
     /// Deletes `key` (not an error if it is absent), with the default [`WriteOptions`].

@@ -22,7 +22,7 @@ use super::poison::PoisonOnUnwind;
 use super::recovery::insert_batch;
 use super::stats::Stall;
 use super::{DbInner, DbState, MAX_KEY_SIZE, MAX_VALUE_SIZE};
-use crate::batch::{WriteBatch, BATCH_HEADER_LEN};
+use crate::batch::{BatchOp, WriteBatch, BATCH_HEADER_LEN};
 use crate::cache::row_cache::RowCache;
 use crate::error::{Error, Result};
 use crate::filename;
@@ -71,30 +71,37 @@ fn validate(batch: &WriteBatch) -> Result<()> {
         return Ok(());
     }
     for op in batch.iter() {
-        if op.kind == crate::key::ValueKind::BlobPointer {
+        if op.kind == ValueKind::BlobPointer {
             return Err(blob_pointer_refused());
         }
-        if op.key.len() > MAX_KEY_SIZE {
-            return Err(Error::invalid_argument(format!(
-                "key of {} bytes is over the limit of {MAX_KEY_SIZE}",
-                op.key.len()
-            )));
-        }
-        if op.kind == crate::key::ValueKind::RangeDeletion && op.value.len() > MAX_KEY_SIZE {
+        let range_deletion = op.kind == ValueKind::RangeDeletion;
+        validate_entry(op.key, if range_deletion { &[] } else { op.value })?;
+        if range_deletion && op.value.len() > MAX_KEY_SIZE {
             return Err(Error::invalid_argument(format!(
                 "range deletion end key of {} bytes is over the limit of {MAX_KEY_SIZE}",
-                op.value.len()
-            )));
-        }
-        if op.value.len() > MAX_VALUE_SIZE {
-            return Err(Error::invalid_argument(format!(
-                "value of {} bytes is over the limit of {MAX_VALUE_SIZE}",
                 op.value.len()
             )));
         }
     }
     if batch.approximate_size() > u32::MAX as usize - 1024 {
         return Err(Error::invalid_argument("write batch is over 4 GiB"));
+    }
+    Ok(())
+}
+
+/// Refuses a key or a value over the limits.
+fn validate_entry(key: &[u8], value: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_SIZE {
+        return Err(Error::invalid_argument(format!(
+            "key of {} bytes is over the limit of {MAX_KEY_SIZE}",
+            key.len()
+        )));
+    }
+    if value.len() > MAX_VALUE_SIZE {
+        return Err(Error::invalid_argument(format!(
+            "value of {} bytes is over the limit of {MAX_VALUE_SIZE}",
+            value.len()
+        )));
     }
     Ok(())
 }
@@ -169,6 +176,43 @@ pub(crate) fn write(inner: &Arc<DbInner>, options: &WriteOptions, batch: WriteBa
     // commit below merges small pointer batches.
     // `_appending` keeps the blob file from being rewritten until this write returns.
     let (batch, _appending) = inner.separate_values(batch)?;
+    commit(inner, options, batch, user_bytes)
+}
+
+/// `put_opt(key, value)`: a value that key-value separation keeps in a blob file goes there
+/// straight from the caller's slice; anything else is written as a batch of one.
+pub(crate) fn put(
+    inner: &Arc<DbInner>,
+    options: &WriteOptions,
+    key: &[u8],
+    value: &[u8],
+) -> Result<()> {
+    let threshold = inner.options.blob_threshold.filter(|&t| value.len() >= t);
+    let (Some(threshold), false) = (threshold, inner.read_only) else {
+        let mut batch = WriteBatch::with_capacity(key.len() + value.len() + 11);
+        batch.put(key, value);
+        return write(inner, options, batch);
+    };
+    validate_entry(key, value)?;
+    let op = BatchOp {
+        kind: ValueKind::Value,
+        key,
+        value,
+    };
+    let user_bytes = op.encoded_len();
+    // As `write`: `_appending` keeps the blob file from being rewritten until this returns.
+    let (batch, _appending) = inner.separate_ops(std::iter::once(op), 1, threshold)?;
+    commit(inner, options, batch, user_bytes)
+}
+
+/// Queues `batch` (whose large values are already in blob files) and waits until it is
+/// committed, leading the group that commits it if it reaches the front first.
+fn commit(
+    inner: &Arc<DbInner>,
+    options: &WriteOptions,
+    batch: WriteBatch,
+    user_bytes: usize,
+) -> Result<()> {
     let me = Arc::new(PendingWrite {
         size: batch.approximate_size(),
         batch: Mutex::new(batch),

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use strata::env::{read_file_to_vec, Env};
+use strata::env::{read_file_to_vec, Env, FaultEnv, FaultKind, FaultPlan};
 use strata::{CrashMode, Db, MemEnv, Options, ReadOptions, WriteBatch, WriteOptions};
 
 const THRESHOLD: usize = 1000;
@@ -191,6 +191,78 @@ fn a_write_batch_holding_a_blob_pointer_is_refused() {
     let err = db.write(batch).unwrap_err();
     assert!(err.to_string().contains("blob pointer"), "{err}");
     assert_eq!(db.get(b"k").unwrap(), None);
+}
+
+#[test]
+fn a_large_put_writes_what_a_batch_of_one_writes() {
+    // `put` sends a large value to its blob file straight from the caller's slice, and a
+    // batch of one takes the batch's path: the files, the figures and the reads must agree.
+    let run = |via_put: bool| {
+        let env = MemEnv::new();
+        let db = Db::open("/db", options(&env)).unwrap();
+        for i in 0..6u32 {
+            let (k, v) = (key(i), value(i, len_of(i)));
+            if via_put {
+                db.put(&k, &v).unwrap();
+            } else {
+                let mut batch = WriteBatch::new();
+                batch.put(&k, &v);
+                db.write(batch).unwrap();
+            }
+        }
+        for i in 0..6u32 {
+            assert_eq!(db.get(key(i)).unwrap(), Some(value(i, len_of(i))));
+        }
+        let stats = db.stats();
+        let figures = (stats.write_count, stats.user_bytes_written);
+        let files: Vec<Vec<u8>> = files_of(&env, ".blob")
+            .iter()
+            .chain(&files_of(&env, ".log"))
+            .map(|n| read_file_to_vec(&env, &Path::new("/db").join(n)).unwrap())
+            .collect();
+        (figures, files)
+    };
+    let (put_figures, put_files) = run(true);
+    let (batch_figures, batch_files) = run(false);
+    assert_eq!(put_figures, batch_figures);
+    assert_eq!(put_figures.0, 6);
+    assert_eq!(put_files.len(), 2, "one blob file and one log");
+    assert!(put_files == batch_files, "the blob file or the log differs");
+}
+
+#[test]
+fn a_large_put_over_the_limits_or_into_a_failed_database_is_refused() {
+    let env = MemEnv::new();
+    let db = Db::open("/db", options(&env)).unwrap();
+    let err = db
+        .put(vec![b'k'; strata::MAX_KEY_SIZE + 1], value(1, 100_000))
+        .unwrap_err();
+    assert!(err.to_string().contains("key of"), "{err}");
+    assert!(files_of(&env, ".blob").is_empty(), "nothing was appended");
+    drop(db);
+
+    // A blob file that cannot be written stops writes, as a log that cannot be.
+    let fenv = FaultEnv::new(env.clone());
+    let opts = Options {
+        create_if_missing: true,
+        blob_threshold: Some(THRESHOLD),
+        ..Options::default()
+    }
+    .with_env(Arc::new(fenv.clone()));
+    let db = Db::open("/db", opts).unwrap();
+    fenv.limit_faults_to_suffix(Some(".blob"));
+    fenv.set_plan(Some(FaultPlan {
+        at: fenv.ops(),
+        kind: FaultKind::NoSpace,
+        persistent: true,
+    }));
+    let err = db.put(b"a", value(2, 100_000)).unwrap_err();
+    assert!(fenv.injected() > 0, "{err}");
+    assert_eq!(db.get(b"a").unwrap(), None);
+    assert!(
+        db.put(b"b", b"small").is_err(),
+        "writes stop after a failed append"
+    );
 }
 
 /// Writes `n` large values from `first`, synced or not.
