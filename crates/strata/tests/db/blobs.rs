@@ -231,7 +231,7 @@ fn a_large_put_writes_what_a_batch_of_one_writes() {
 }
 
 #[test]
-fn a_large_put_over_the_limits_or_into_a_failed_database_is_refused() {
+fn a_large_put_over_the_limits_or_whose_append_fails_is_refused() {
     let env = MemEnv::new();
     let db = Db::open("/db", options(&env)).unwrap();
     let err = db

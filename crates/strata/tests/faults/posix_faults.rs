@@ -307,3 +307,69 @@ fn a_compaction_that_meets_a_full_or_failing_disk_at_any_call_loses_nothing() {
 fn an_open_that_meets_a_full_or_failing_disk_at_any_call_loses_nothing() {
     sweep(Workload::Open);
 }
+
+/// Fails every write to a `.blob` file once armed (a full disk, after half the bytes), and
+/// counts the writes to blob files after the first failure.
+#[derive(Debug, Default)]
+struct FullBlobDisk {
+    armed: std::sync::atomic::AtomicBool,
+    failed: AtomicU64,
+    after_failure: AtomicU64,
+}
+
+impl IoFaults for FullBlobDisk {
+    fn before_write(&self, path: &Path, len: usize) -> Option<(usize, io::Error)> {
+        let blob = path.extension().is_some_and(|e| e == "blob");
+        if !blob || !self.armed.load(Ordering::SeqCst) {
+            return None;
+        }
+        if self.failed.fetch_add(1, Ordering::SeqCst) > 0 {
+            self.after_failure.fetch_add(1, Ordering::SeqCst);
+        }
+        Some(((len / 2) & !4095, io::Error::from_raw_os_error(28)))
+    }
+}
+
+/// A large `put` (its value appended to a blob file straight from the caller's slice) that
+/// meets a full disk on the real file system: an I/O error naming the blob file, no later
+/// write to that file, every later write refused, and after a reopen every acknowledged
+/// value and not the failed one.
+#[test]
+fn a_large_put_that_meets_a_full_disk_fails_and_loses_nothing_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Arc::new(FullBlobDisk::default());
+    let opts = |env: PosixEnv| Options {
+        blob_threshold: Some(1024),
+        ..options(env)
+    };
+    let value = |i: u8| vec![i; 100_000];
+    let db = Db::open(dir.path(), opts(PosixEnv::with_faults(faults.clone()))).unwrap();
+    for i in 0..5u8 {
+        db.put([b'k', i], value(i)).unwrap();
+    }
+    faults.armed.store(true, Ordering::SeqCst);
+    let err = db.put(b"k9", value(9)).unwrap_err();
+    assert!(
+        matches!(&err, Error::Io { path, .. } if path.extension().is_some_and(|e| e == "blob")),
+        "{err}"
+    );
+    assert!(
+        db.put(b"k8", b"small").is_err(),
+        "writes stop after a failed append"
+    );
+    assert!(db.put(b"k7", value(7)).is_err());
+    drop(db);
+    assert_eq!(
+        faults.after_failure.load(Ordering::SeqCst),
+        0,
+        "the failed file was written again"
+    );
+
+    let db = Db::open(dir.path(), opts(PosixEnv::new())).unwrap();
+    for i in 0..5u8 {
+        assert_eq!(db.get([b'k', i]).unwrap(), Some(value(i)));
+    }
+    for k in [&b"k9"[..], b"k8", b"k7"] {
+        assert_eq!(db.get(k).unwrap(), None);
+    }
+}
