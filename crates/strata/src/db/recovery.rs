@@ -187,7 +187,7 @@ pub(crate) fn recover_logs(inner: &DbInner, state: &mut DbState) -> Result<BTree
             let new_log = recovery.state.versions.new_file_number();
             let file = inner
                 .env
-                .new_writable_file(&filename::log_file(&inner.dir, new_log))?;
+                .new_log_file(&filename::log_file(&inner.dir, new_log))?;
             // The MANIFEST switch below syncs the directory, making the new log's name durable.
             (new_log, LogWriter::new(file))
         }
@@ -286,7 +286,11 @@ fn replay_log(inner: &DbInner, recovery: &mut Recovery<'_>, number: u64) -> Resu
         }
         recovery.apply(inner, &batch)?;
     }
-    let torn = reader.torn_tail();
+    // Zeros after the last record are space a mapped log allocated ahead, not a write cut
+    // short: the logs after this one are replayed (a crash that lost this log's last pages
+    // shows as a gap before the next log's first write). A log ending in them is not
+    // appended to, though: its end is not where its last record ends.
+    let torn = reader.torn_tail() && !reader.zero_tail();
     if torn {
         info!(
             inner,
@@ -296,7 +300,7 @@ fn replay_log(inner: &DbInner, recovery: &mut Recovery<'_>, number: u64) -> Resu
         );
     }
     Ok(Replayed {
-        clean_end: (!torn).then(|| reader.end_of_last_record()),
+        clean_end: (!reader.torn_tail()).then(|| reader.end_of_last_record()),
         torn,
         gap: false,
     })

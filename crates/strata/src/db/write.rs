@@ -526,7 +526,7 @@ fn switch_memtable(inner: &Arc<DbInner>, state: &mut DbState) -> Result<()> {
     let number = state.versions.new_file_number();
     let file = inner
         .env
-        .new_writable_file(&filename::log_file(&inner.dir, number))?;
+        .new_log_file(&filename::log_file(&inner.dir, number))?;
     let mut log = inner.log.lock().unwrap_or_else(|e| e.into_inner());
     // The new log's directory entry and the old log's tail are synced by the first sync write
     // to the new log, if one comes before the old memtable is flushed (see `LogSyncDebt`). The

@@ -422,3 +422,116 @@ fn mem_link_shares_the_file_and_its_synced_bytes() {
     let crashed = env.crash_clone(CrashMode::POWER_LOSS);
     assert_eq!(read_file_to_vec(&crashed, b).unwrap(), b"synced");
 }
+
+/// Writes 3,000 log records of 1,000 bytes (about 3 MiB, so records cross chunks of the mapped
+/// log) to `path` in `env` and returns the writer, still open, with the records.
+fn write_log_records(env: &PosixEnv, path: &Path) -> (crate::log::LogWriter, Vec<Vec<u8>>) {
+    let mut writer = crate::log::LogWriter::new(env.new_log_file(path).unwrap());
+    let records: Vec<Vec<u8>> = (0..3000u32)
+        .map(|i| {
+            let mut r = i.to_le_bytes().repeat(250);
+            r.truncate(1000);
+            r
+        })
+        .collect();
+    for r in &records {
+        writer.add_record(r).unwrap();
+    }
+    (writer, records)
+}
+
+/// Reads the log at `path` (recovery mode) and returns its records and the reader's view of
+/// its tail: (torn, zeros).
+fn read_log_records(env: &PosixEnv, path: &Path) -> (Vec<Vec<u8>>, bool, bool) {
+    use crate::log::{LogReader, ReadMode};
+    let mut reader = LogReader::new(
+        env.new_sequential_file(path).unwrap(),
+        path,
+        ReadMode::Recovery,
+    );
+    let mut read = Vec::new();
+    while let Some(r) = reader.next_record().unwrap() {
+        read.push(r.to_vec());
+    }
+    (read, reader.torn_tail(), reader.zero_tail())
+}
+
+/// A mapped log's records are in the file as soon as they are added (another handle reads
+/// them: a process crash would keep them), after them is allocated space of zeros the reader
+/// passes over, and dropping the log cuts that space off. With `with_log_write_calls`, the
+/// file is as long as its records at every moment.
+#[test]
+fn posix_mapped_log_is_readable_while_open_and_ends_after_its_records_when_dropped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("000005.log");
+    let env = PosixEnv::new();
+    let (writer, records) = write_log_records(&env, &path);
+    let len = writer.file_len();
+    let size = env.file_size(&path).unwrap();
+    assert!(size > len && size.is_multiple_of(1 << 20), "{size} {len}");
+    let (read, torn, zeros) = read_log_records(&env, &path);
+    assert!(read == records && torn && zeros);
+    drop(writer);
+    assert_eq!(env.file_size(&path).unwrap(), len);
+    let (read, torn, zeros) = read_log_records(&env, &path);
+    assert!(read == records && !torn && !zeros);
+
+    let env = PosixEnv::new().with_log_write_calls();
+    let (writer, records) = write_log_records(&env, &path);
+    assert_eq!(env.file_size(&path).unwrap(), writer.file_len());
+    drop(writer);
+    assert_eq!(read_log_records(&env, &path), (records, false, false));
+}
+
+/// A full disk meets a mapped log when it allocates its next chunk (the fault a plan injects
+/// into writes applies to allocations too): the append fails naming the file, every later
+/// call fails, the file is never written again (not even cut short at drop), and what was
+/// appended before the failure is in it.
+#[test]
+fn posix_mapped_log_that_cannot_allocate_is_never_written_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("000007.log");
+    // Call 0 allocates the first chunk; call 1, the second, fails.
+    let env = PosixEnv::with_faults(FailNth::new(1));
+    let mut f = env.new_log_file(&path).unwrap();
+    let piece = [7u8; 4096];
+    let mut appended = 0;
+    let e = loop {
+        match f.append(&piece) {
+            Ok(()) => appended += piece.len(),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(appended, 1 << 20);
+    match &e {
+        Error::Io { path: p, op, .. } => assert_eq!((p, *op), (&path, "allocate")),
+        other => panic!("{other}"),
+    }
+    for e in [f.flush(), f.append(b"x"), f.sync()] {
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains("not written again"), "{e}");
+    }
+    drop(f);
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.len(), 1 << 20);
+    assert!(bytes.iter().all(|&b| b == 7));
+}
+
+/// A mapped log whose sync fails is never written again.
+#[test]
+fn posix_mapped_log_whose_sync_failed_is_never_written_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("000009.log");
+    // Call 0 allocates; call 1, the sync, fails.
+    let env = PosixEnv::with_faults(FailNth::new(1));
+    let mut f = env.new_log_file(&path).unwrap();
+    f.append(b"abc").unwrap();
+    f.flush().unwrap();
+    let e = f.sync().unwrap_err();
+    assert!(e.to_string().contains("sync"), "{e}");
+    f.append(b"def").unwrap_err();
+    drop(f);
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(&bytes[..3], b"abc");
+    assert!(bytes[3..].iter().all(|&b| b == 0));
+}

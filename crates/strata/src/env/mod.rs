@@ -125,6 +125,21 @@ pub trait Env: Send + Sync + fmt::Debug {
     /// Opens a file for appending at its end, creating it if it does not exist.
     fn new_appendable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
 
+    /// Creates a write-ahead log, truncating it if it exists: a file appended to in small
+    /// records, each handed to the operating system as it is written (`flush` after each).
+    ///
+    /// An environment may write it through a shared mapping of space it allocates ahead, so
+    /// that a record costs a copy and no system call. While the file is open, and after a
+    /// crash, its end may then be zero-filled space the log reader passes over; it is cut off
+    /// when the file is dropped. The default creates it as
+    /// [`new_writable_file`](Self::new_writable_file) does.
+    ///
+    /// # Errors
+    /// As [`new_writable_file`](Self::new_writable_file).
+    fn new_log_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.new_writable_file(path)
+    }
+
     /// True if `path` names an existing file or directory.
     fn exists(&self, path: &Path) -> bool;
 

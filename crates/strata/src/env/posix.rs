@@ -2,8 +2,10 @@
 //! [`PosixEnv`]: the real file system.
 //!
 //! Reads use `pread` (through `FileExt::read_at`), so one open table serves every thread without
-//! a lock. Writable files buffer appends in user space and hand them to the kernel on `flush`;
-//! `sync` is `fdatasync`. Locks are `fcntl` write locks over the whole file, the kind LevelDB
+//! a lock; tables and blob files are mapped (`new_mapped_file`). Writable files buffer appends
+//! in user space and hand them to the kernel on `flush`; `sync` is `fdatasync`. Write-ahead
+//! logs are written through a shared mapping of space allocated ahead (`MappedLogFile`), with
+//! no system call per record. Locks are `fcntl` write locks over the whole file, the kind LevelDB
 //! takes, so LevelDB and strata keep each other out. On Linux they are open-file-description
 //! locks (`F_OFD_SETLK`), which conflict with LevelDB's `F_SETLK` locks but, unlike them, are not
 //! released when some unrelated descriptor of the same file is closed.
@@ -41,16 +43,47 @@ use crate::error::{Error, Result};
 /// f.sync().unwrap();
 /// assert_eq!(env.file_size(&path).unwrap(), 3);
 /// ```
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct PosixEnv {
     /// Failures to inject into the system calls that write (tests only; `None` in use).
     faults: Option<Arc<dyn IoFaults>>,
+    /// Write-ahead logs are written with `write` calls, as LevelDB writes them, instead of
+    /// through a mapping ([`PosixEnv::with_log_write_calls`]).
+    log_write_calls: bool,
 }
 
 impl PosixEnv {
     /// The POSIX environment.
     pub fn new() -> Self {
-        PosixEnv { faults: None }
+        PosixEnv {
+            faults: None,
+            log_write_calls: false,
+        }
+    }
+
+    /// This environment, writing write-ahead logs ([`Env::new_log_file`]) with a `write`
+    /// system call per record, as LevelDB does, instead of through a shared mapping.
+    ///
+    /// A mapped log costs a copy per record and no system call; a crash cannot lose more of
+    /// it than of a written one (the mapping is the page cache). Its cost is the one every
+    /// writable mapping has: if the disk fails to read back a page of the log being written
+    /// (an I/O error, not a full disk, which the mapped log meets when it allocates), the
+    /// process gets `SIGBUS`, where a `write` would have returned an error.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata::{Db, Options, PosixEnv};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let env = PosixEnv::new().with_log_write_calls();
+    /// let options = Options { create_if_missing: true, ..Options::default() }.with_env(Arc::new(env));
+    /// let db = Db::open(dir.path(), options).unwrap();
+    /// db.put(b"k", b"v").unwrap();
+    /// ```
+    pub fn with_log_write_calls(mut self) -> Self {
+        self.log_write_calls = true;
+        self
     }
 
     /// The POSIX environment, shared.
@@ -59,7 +92,8 @@ impl PosixEnv {
     }
 
     /// The POSIX environment with failures injected by `faults` into the system calls that
-    /// write files (`write`, `fdatasync`, the directory's `fsync`), below the write buffer: the
+    /// write files (`write`, a mapped log's `fallocate`, `fdatasync`, the directory's `fsync`),
+    /// below the write buffer: the
     /// real code paths meet an error exactly as they would on a full or failing disk.
     ///
     /// # Example
@@ -92,7 +126,14 @@ impl PosixEnv {
     pub fn with_faults(faults: Arc<dyn IoFaults>) -> Self {
         PosixEnv {
             faults: Some(faults),
+            log_write_calls: false,
         }
+    }
+}
+
+impl Default for PosixEnv {
+    fn default() -> Self {
+        PosixEnv::new()
     }
 }
 
@@ -105,6 +146,14 @@ pub trait IoFaults: Send + Sync + fmt::Debug {
     fn before_write(&self, path: &Path, len: usize) -> Option<(usize, io::Error)> {
         let _ = (path, len);
         None
+    }
+
+    /// Before `len` bytes of space are allocated at the end of `path` (`fallocate`, which a
+    /// mapped log calls before it stores into the space): `Some(error)` fails it, allocating
+    /// nothing. The default fails it as [`before_write`](Self::before_write) would fail a
+    /// write of `len` bytes: on a full disk, both are refused.
+    fn before_allocate(&self, path: &Path, len: usize) -> Option<io::Error> {
+        self.before_write(path, len).map(|(_, e)| e)
     }
 
     /// Before `fdatasync` of the file `path`: `Some(error)` fails it without syncing.
@@ -189,32 +238,24 @@ impl RandomAccessFile for PosixRandomAccessFile {
     }
 }
 
-struct PosixWritableFile {
-    path: PathBuf,
-    file: File,
-    buffer: Vec<u8>,
-    faults: Option<Arc<dyn IoFaults>>,
-    /// The first failed write or sync. Once set, nothing is written to the file again.
+/// A writable file's fail-stop state: the first failed write or sync. Once set, nothing is
+/// written to the file again.
+#[derive(Default)]
+struct FailStop {
     failed: Option<Arc<io::Error>>,
 }
 
-impl PosixWritableFile {
-    fn new(path: &Path, file: File, faults: Option<Arc<dyn IoFaults>>) -> Self {
-        PosixWritableFile {
-            path: path.to_path_buf(),
-            file,
-            buffer: Vec::with_capacity(WRITE_BUFFER_BYTES),
-            faults,
-            failed: None,
-        }
+impl FailStop {
+    fn failed(&self) -> bool {
+        self.failed.is_some()
     }
 
     /// The error for any call after the file failed.
-    fn check_not_failed(&self, op: &'static str) -> Result<()> {
+    fn check(&self, path: &Path, op: &'static str) -> Result<()> {
         match &self.failed {
             None => Ok(()),
             Some(first) => Err(Error::io(
-                &self.path,
+                path,
                 op,
                 io::Error::new(
                     first.kind(),
@@ -227,13 +268,41 @@ impl PosixWritableFile {
     }
 
     /// Remembers `e` as the file's failure and reports it.
-    fn fail(&mut self, op: &'static str, e: io::Error) -> Error {
+    fn fail(&mut self, path: &Path, op: &'static str, e: io::Error) -> Error {
         let e = Arc::new(e);
         self.failed = Some(e.clone());
         Error::Io {
-            path: self.path.clone(),
+            path: path.to_path_buf(),
             op,
             source: e,
+        }
+    }
+}
+
+/// `fdatasync` of `file`, with an injected fault.
+fn sync_data(file: &File, path: &Path, faults: Option<&Arc<dyn IoFaults>>) -> io::Result<()> {
+    match faults.and_then(|f| f.before_sync(path)) {
+        None => file.sync_data(),
+        Some(e) => Err(e),
+    }
+}
+
+struct PosixWritableFile {
+    path: PathBuf,
+    file: File,
+    buffer: Vec<u8>,
+    faults: Option<Arc<dyn IoFaults>>,
+    failure: FailStop,
+}
+
+impl PosixWritableFile {
+    fn new(path: &Path, file: File, faults: Option<Arc<dyn IoFaults>>) -> Self {
+        PosixWritableFile {
+            path: path.to_path_buf(),
+            file,
+            buffer: Vec::with_capacity(WRITE_BUFFER_BYTES),
+            faults,
+            failure: FailStop::default(),
         }
     }
 
@@ -250,7 +319,7 @@ impl PosixWritableFile {
                 .write_all(&data[..written.min(data.len())])
                 .and(Err(e)),
         };
-        result.map_err(|e| self.fail("write", e))
+        result.map_err(|e| self.failure.fail(&self.path, "write", e))
     }
 
     fn write_buffered(&mut self) -> Result<()> {
@@ -267,7 +336,7 @@ impl PosixWritableFile {
 
 impl WritableFile for PosixWritableFile {
     fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.check_not_failed("write")?;
+        self.failure.check(&self.path, "write")?;
         if self.buffer.len() + data.len() <= WRITE_BUFFER_BYTES {
             self.buffer.extend_from_slice(data);
             return Ok(());
@@ -282,19 +351,15 @@ impl WritableFile for PosixWritableFile {
     }
 
     fn flush(&mut self) -> Result<()> {
-        self.check_not_failed("write")?;
+        self.failure.check(&self.path, "write")?;
         self.write_buffered()
     }
 
     fn sync(&mut self) -> Result<()> {
-        self.check_not_failed("sync")?;
+        self.failure.check(&self.path, "sync")?;
         self.write_buffered()?;
-        let injected = self.faults.as_ref().and_then(|f| f.before_sync(&self.path));
-        match injected {
-            None => self.file.sync_data(),
-            Some(e) => Err(e),
-        }
-        .map_err(|e| self.fail("sync", e))
+        sync_data(&self.file, &self.path, self.faults.as_ref())
+            .map_err(|e| self.failure.fail(&self.path, "sync", e))
     }
 }
 
@@ -302,8 +367,181 @@ impl Drop for PosixWritableFile {
     fn drop(&mut self) {
         // Best effort, and never after a failure: a caller that cares about errors calls
         // flush or sync first.
-        if self.failed.is_none() {
+        if !self.failure.failed() {
             let _ = self.write_buffered();
+        }
+    }
+}
+
+/// How much space a mapped log allocates and maps at a time.
+const LOG_CHUNK_BYTES: usize = 1 << 20;
+
+/// A write-ahead log written through a shared mapping ([`Env::new_log_file`]).
+///
+/// The file grows [`LOG_CHUNK_BYTES`] at a time by `fallocate`, so that space belongs to the
+/// file before a byte is stored into it: a full disk is an error from that call, never a
+/// `SIGBUS` from a store. Each chunk is mapped shared and writable, and an append is a copy
+/// into the mapping. The mapping is the page cache, so an appended record survives a process
+/// crash with no system call, as a `write` would make it. `sync` is `fdatasync`, which writes
+/// the pages the mapping dirtied like any others, and the file's allocated length.
+///
+/// Invariant: the file is `allocated` bytes long; bytes past `len()` are zeros (allocated,
+/// never stored into), which the log reader passes over as preallocated space. Dropping the
+/// file (unless it failed) cuts them off.
+struct MappedLogFile {
+    path: PathBuf,
+    file: File,
+    /// The chunk being written: file bytes `map_offset..allocated`. `None` only after a
+    /// failure while moving to the next chunk.
+    map: Option<memmap2::MmapMut>,
+    map_offset: u64,
+    /// Bytes of the mapping written so far.
+    map_used: usize,
+    /// The file's length: the end of the last chunk allocated.
+    allocated: u64,
+    faults: Option<Arc<dyn IoFaults>>,
+    failure: FailStop,
+}
+
+impl MappedLogFile {
+    /// Creates (truncating) `path` and allocates its first chunk. `Ok(None)` if the file
+    /// system cannot allocate space ahead (`fallocate` unsupported); the file is then left
+    /// empty for a caller that writes it another way.
+    fn create(path: &Path, faults: Option<Arc<dyn IoFaults>>) -> Result<Option<Self>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o644)
+            .open(path)
+            .map_err(io_err(path, "create"))?;
+        let mut log = MappedLogFile {
+            path: path.to_path_buf(),
+            file,
+            map: None,
+            map_offset: 0,
+            map_used: 0,
+            allocated: 0,
+            faults,
+            failure: FailStop::default(),
+        };
+        match log.allocate_chunk() {
+            Ok(()) => {}
+            Err(e) if unsupported(&e) => return Ok(None),
+            Err(e) => return Err(log.failure.fail(&log.path, "allocate", e)),
+        }
+        log.map_chunk()?;
+        Ok(Some(log))
+    }
+
+    /// The bytes appended so far.
+    fn len(&self) -> u64 {
+        self.map_offset + self.map_used as u64
+    }
+
+    /// Extends the file by one chunk of zeros, allocated on the disk.
+    fn allocate_chunk(&mut self) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        if let Some(e) = self
+            .faults
+            .as_ref()
+            .and_then(|f| f.before_allocate(&self.path, LOG_CHUNK_BYTES))
+        {
+            return Err(e);
+        }
+        let offset = i64::try_from(self.allocated).map_err(|_| io::ErrorKind::InvalidInput)?;
+        nix::fcntl::fallocate(
+            self.file.as_raw_fd(),
+            nix::fcntl::FallocateFlags::empty(),
+            offset,
+            LOG_CHUNK_BYTES as i64,
+        )
+        .map_err(io::Error::from)?;
+        self.allocated += LOG_CHUNK_BYTES as u64;
+        Ok(())
+    }
+
+    /// Maps the last chunk allocated, unmapping the one before (its pages stay in the page
+    /// cache, dirty until written back or synced).
+    #[allow(unsafe_code)]
+    fn map_chunk(&mut self) -> Result<()> {
+        self.map = None;
+        let offset = self.allocated - LOG_CHUNK_BYTES as u64;
+        // SAFETY: the mapping covers file bytes `offset..allocated`, which `fallocate` has
+        // just allocated, so no store into it is past the end of the file or meets a full
+        // disk. Only this writer stores into the file, through this mapping alone, and
+        // nothing reads it while it is written except the kernel (a reader opens the file
+        // after the writer is dropped, or reads it with `read`, which sees the same pages).
+        // Another process truncating the file would make a store raise `SIGBUS`; the
+        // database's lock file keeps other strata processes out (docs/unsafe.md).
+        let map = unsafe {
+            memmap2::MmapOptions::new()
+                .offset(offset)
+                .len(LOG_CHUNK_BYTES)
+                .map_mut(&self.file)
+        }
+        .map_err(|e| self.failure.fail(&self.path, "mmap", e))?;
+        // Fault every page in now, writable, in one call rather than one fault per page
+        // during appends. Best effort: kernels before 5.14 refuse it.
+        let _ = map.advise(memmap2::Advice::PopulateWrite);
+        self.map = Some(map);
+        self.map_offset = offset;
+        self.map_used = 0;
+        Ok(())
+    }
+}
+
+/// True if `e` says the file system cannot allocate space ahead.
+fn unsupported(e: &io::Error) -> bool {
+    const ENOSYS: i32 = 38;
+    const EOPNOTSUPP: i32 = 95;
+    matches!(e.raw_os_error(), Some(ENOSYS | EOPNOTSUPP))
+}
+
+impl WritableFile for MappedLogFile {
+    fn append(&mut self, mut data: &[u8]) -> Result<()> {
+        self.failure.check(&self.path, "write")?;
+        while !data.is_empty() {
+            let map = match self.map.as_mut() {
+                Some(map) if self.map_used < map.len() => map,
+                _ => {
+                    self.allocate_chunk()
+                        .map_err(|e| self.failure.fail(&self.path, "allocate", e))?;
+                    self.map_chunk()?;
+                    continue;
+                }
+            };
+            let n = data.len().min(map.len() - self.map_used);
+            map[self.map_used..self.map_used + n].copy_from_slice(&data[..n]);
+            self.map_used += n;
+            data = &data[n..];
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        // Stored bytes are already the operating system's.
+        self.failure.check(&self.path, "write")
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.failure.check(&self.path, "sync")?;
+        // `fdatasync` writes the pages dirtied through any mapping of the file, and the
+        // length `fallocate` gave it: no `msync` is needed on Linux.
+        sync_data(&self.file, &self.path, self.faults.as_ref())
+            .map_err(|e| self.failure.fail(&self.path, "sync", e))
+    }
+}
+
+impl Drop for MappedLogFile {
+    fn drop(&mut self) {
+        self.map = None;
+        // Cut off the space never written, so that a log closed cleanly ends after its last
+        // record, as LevelDB's do. Never after a failure; best effort otherwise (a reader
+        // passes over the zeros all the same).
+        if !self.failure.failed() {
+            let _ = self.file.set_len(self.len());
         }
     }
 }
@@ -462,6 +700,18 @@ impl Env for PosixEnv {
             file,
             self.faults.clone(),
         )))
+    }
+
+    /// A log written through a shared mapping (see [`PosixEnv::with_log_write_calls`]),
+    /// where the file system can allocate space ahead; otherwise, and with
+    /// `with_log_write_calls`, a file written with `write` calls.
+    fn new_log_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        if !self.log_write_calls {
+            if let Some(log) = MappedLogFile::create(path, self.faults.clone())? {
+                return Ok(Box::new(log));
+            }
+        }
+        self.new_writable_file(path)
     }
 
     fn new_appendable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {

@@ -162,6 +162,9 @@ pub struct LogReader {
     corruptions: Vec<LogCorruption>,
     /// In recovery mode, the first damage met: a torn tail unless a readable record follows.
     pending_damage: Option<LogCorruption>,
+    /// Some byte after the last record returned is not zero (a fragment of an unfinished
+    /// record, damage, or a block's rest after a zero header that is not all zeros).
+    tail_written: bool,
 }
 
 impl LogReader {
@@ -181,6 +184,7 @@ impl LogReader {
             end_of_last_record: 0,
             corruptions: Vec::new(),
             pending_damage: None,
+            tail_written: false,
         }
     }
 
@@ -190,6 +194,15 @@ impl LogReader {
     /// closed cleanly ends exactly after its last record.
     pub fn torn_tail(&self) -> bool {
         self.eof && self.end_of_last_record < self.end_of_buffer_offset
+    }
+
+    /// After the end of the log was reached: true if the bytes after the last record returned
+    /// are all zeros, as space allocated ahead and never written leaves them (a log written
+    /// through a mapping, after a crash). No write was cut short there, unless a crash lost
+    /// whole pages, which the next log's first seqno shows. False when the log ends exactly
+    /// after its last record.
+    pub fn zero_tail(&self) -> bool {
+        self.torn_tail() && !self.tail_written
     }
 
     /// The corruptions met so far (only in tolerant mode; strict mode returns the first, and
@@ -292,6 +305,7 @@ impl LogReader {
                         self.refuse_if_damaged()?;
                         self.last_record_offset = offset;
                         self.end_of_last_record = self.buffer_offset(self.pos);
+                        self.tail_written = false;
                         self.fragments.clear();
                         self.fragments.push((0, self.buffer_offset(start)));
                         return Ok(Some(&self.buffer[start..end]));
@@ -321,6 +335,7 @@ impl LogReader {
                             self.refuse_if_damaged()?;
                             self.last_record_offset = record_offset;
                             self.end_of_last_record = self.buffer_offset(self.pos);
+                            self.tail_written = false;
                             return Ok(Some(&self.scratch));
                         }
                     }
@@ -379,6 +394,7 @@ impl LogReader {
     /// records it or keeps it as pending, as [`Damage::action`] says. Moving past it is the
     /// caller's.
     fn report(&mut self, damage: Damage, offset: u64, dropped_bytes: u64) -> Result<()> {
+        self.tail_written = true;
         let found = LogCorruption {
             offset,
             dropped_bytes,
@@ -423,6 +439,14 @@ impl LogReader {
         Ok(())
     }
 
+    /// Notes whether the rest of the current block, about to be passed over, holds a byte
+    /// that is not zero.
+    fn note_tail_bytes(&mut self) {
+        if self.buffer[self.pos..].iter().any(|&b| b != 0) {
+            self.tail_written = true;
+        }
+    }
+
     /// Drops the rest of the current block.
     fn drop_block_rest(&mut self) -> u64 {
         let dropped = (self.buffer.len() - self.pos) as u64;
@@ -433,6 +457,7 @@ impl LogReader {
     fn read_physical(&mut self) -> Result<Physical> {
         loop {
             if self.buffer.len() - self.pos < HEADER_SIZE {
+                self.note_tail_bytes();
                 if self.eof {
                     // Fewer than 7 bytes at the end of the file: a header torn by a crash, or
                     // nothing at all.
@@ -466,11 +491,13 @@ impl LogReader {
                 Some(RecordType::Full | RecordType::First | RecordType::Middle | RecordType::Last)
             );
             if !known_type && Damage::UnknownType.action(self.rules()) == Action::Step {
+                self.tail_written = true;
                 self.pos += 1;
                 continue;
             }
             if type_byte == RecordType::Zero as u8 && len == 0 {
                 // Preallocated space: skip the rest of the block silently.
+                self.note_tail_bytes();
                 self.drop_block_rest();
                 return Ok(Physical::Skipped);
             }
@@ -484,6 +511,7 @@ impl LogReader {
                 }
             }
             self.pos = end;
+            self.tail_written = true;
             return Ok(match RecordType::from_byte(type_byte) {
                 Some(RecordType::Zero) | None => Physical::Unknown {
                     len: HEADER_SIZE + len,
@@ -507,6 +535,7 @@ impl LogReader {
     /// nothing after it in this block can be trusted, except by the byte-by-byte search.
     fn header_damage(&mut self, damage: Damage, offset: u64) -> Result<Option<Physical>> {
         debug_assert!(damage.in_header());
+        self.tail_written = true;
         let available = (self.buffer.len() - self.pos) as u64;
         match damage.action(self.rules()) {
             Action::Step => {

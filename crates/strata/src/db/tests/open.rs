@@ -376,6 +376,46 @@ fn a_file_numbered_beyond_any_database_is_left_alone() {
     assert!(env.exists(&Path::new(DIR).join("18446744073709551615.log")));
 }
 
+/// Writes log `number` holding one put per `(key, seqno)`, then `tail` raw bytes after the
+/// last record.
+fn write_log(env: &MemEnv, number: u64, puts: &[(&[u8], u64)], tail: &[u8]) {
+    let path = crate::filename::log_file(Path::new(DIR), number);
+    let mut log = LogWriter::new(env.new_writable_file(&path).unwrap());
+    for &(key, seqno) in puts {
+        let mut batch = WriteBatch::new();
+        batch.put(key, b"v");
+        batch.set_seqno(seqno);
+        log.add_record(batch.encoded()).unwrap();
+    }
+    log.sync().unwrap();
+    drop(log);
+    let mut bytes = crate::env::read_file_to_vec(env, &path).unwrap();
+    bytes.extend_from_slice(tail);
+    crate::env::write_file(env, &path, &bytes, true).unwrap();
+}
+
+/// Zeros after a log's last record are space a mapped log allocated ahead (a process killed
+/// while writing it leaves them): the next log is replayed after it. A tail of other bytes is
+/// a write cut short, and the logs after it are set aside in `lost/`.
+#[test]
+fn logs_after_a_log_ending_in_zeros_are_replayed_but_not_after_a_torn_one() {
+    for (tail, replayed) in [(vec![0u8; 40_000], true), (vec![0x5a; 9], false)] {
+        let env = MemEnv::new();
+        drop(Db::open(DIR, options(&env)).unwrap());
+        write_log(&env, 90, &[(b"a", 1), (b"b", 2)], &tail);
+        write_log(&env, 91, &[(b"c", 3)], &[]);
+        let db = Db::open(DIR, options(&env)).unwrap();
+        let keys: Vec<Vec<u8>> = scan(&db).into_iter().map(|(k, _)| k).collect();
+        if replayed {
+            assert_eq!(keys, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+            assert!(!env.exists(&Path::new(DIR).join("lost")));
+        } else {
+            assert_eq!(keys, [b"a".to_vec(), b"b".to_vec()]);
+            assert!(env.exists(&Path::new(DIR).join("lost/000091.log")));
+        }
+    }
+}
+
 /// A logged batch whose sequence numbers run past the largest (crafted, with a good
 /// checksum) is corruption naming the log; replaying it overflowed `seqno + count` (a panic in
 /// debug builds).
