@@ -376,6 +376,13 @@ impl Drop for PosixWritableFile {
 /// How much space a mapped log allocates and maps at a time.
 const LOG_CHUNK_BYTES: usize = 1 << 20;
 
+/// How far ahead of its appends a mapped log faults pages in, writable, with one
+/// `madvise(MADV_POPULATE_WRITE)`: a page fault per 4 KiB cost a put 0.15 µs (fillseq 0.66
+/// against 0.51 µs per put with the whole chunk faulted in at once). Faulting in a whole
+/// chunk would dirty up to 1 MiB of zeros ahead: pages the kernel may write back before the
+/// records, and charges to `write_bytes` for bytes never written (cut off at drop).
+const LOG_POPULATE_BYTES: usize = 64 << 10;
+
 /// A write-ahead log written through a shared mapping ([`Env::new_log_file`]).
 ///
 /// The file grows [`LOG_CHUNK_BYTES`] at a time by `fallocate`, so that space belongs to the
@@ -397,6 +404,8 @@ struct MappedLogFile {
     map_offset: u64,
     /// Bytes of the mapping written so far.
     map_used: usize,
+    /// Bytes of the mapping faulted in ahead (a multiple of the page size, or the whole).
+    map_populated: usize,
     /// The file's length: the end of the last chunk allocated.
     allocated: u64,
     faults: Option<Arc<dyn IoFaults>>,
@@ -422,6 +431,7 @@ impl MappedLogFile {
             map: None,
             map_offset: 0,
             map_used: 0,
+            map_populated: 0,
             allocated: 0,
             faults,
             failure: FailStop::default(),
@@ -482,13 +492,23 @@ impl MappedLogFile {
                 .map_mut(&self.file)
         }
         .map_err(|e| self.failure.fail(&self.path, "mmap", e))?;
-        // Fault every page in now, writable, in one call rather than one fault per page
-        // during appends. Best effort: kernels before 5.14 refuse it.
-        let _ = map.advise(memmap2::Advice::PopulateWrite);
         self.map = Some(map);
         self.map_offset = offset;
         self.map_used = 0;
+        self.map_populated = 0;
         Ok(())
+    }
+
+    /// Faults in, writable, the pages of the mapping up to `LOG_POPULATE_BYTES` past `end`.
+    /// Best effort: a kernel before 5.14 refuses it, and stores then fault page by page.
+    fn populate_through(&mut self, end: usize) {
+        let Some(map) = self.map.as_ref() else { return };
+        let from = self.map_populated;
+        let to = (end + LOG_POPULATE_BYTES).min(map.len());
+        if to > from {
+            let _ = map.advise_range(memmap2::Advice::PopulateWrite, from, to - from);
+            self.map_populated = to;
+        }
     }
 }
 
@@ -513,6 +533,10 @@ impl WritableFile for MappedLogFile {
                 }
             };
             let n = data.len().min(map.len() - self.map_used);
+            if self.map_used + n > self.map_populated {
+                self.populate_through(self.map_used + n);
+                continue;
+            }
             map[self.map_used..self.map_used + n].copy_from_slice(&data[..n]);
             self.map_used += n;
             data = &data[n..];
