@@ -13,6 +13,8 @@
 //! All methods report failures as [`Error::Io`](crate::Error::Io) naming the path.
 
 mod fault;
+#[cfg(target_os = "linux")]
+mod mapped_log;
 mod mem;
 mod posix;
 

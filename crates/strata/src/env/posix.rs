@@ -4,8 +4,8 @@
 //! Reads use `pread` (through `FileExt::read_at`), so one open table serves every thread without
 //! a lock; tables and blob files are mapped (`new_mapped_file`). Writable files buffer appends
 //! in user space and hand them to the kernel on `flush`; `sync` is `fdatasync`. Write-ahead
-//! logs are written through a shared mapping of space allocated ahead (`MappedLogFile`), with
-//! no system call per record. Locks are `fcntl` write locks over the whole file, the kind LevelDB
+//! logs are written through a shared mapping of space allocated ahead (Linux; `mapped_log`),
+//! with no system call per record. Locks are `fcntl` write locks over the whole file, the kind LevelDB
 //! takes, so LevelDB and strata keep each other out. On Linux they are open-file-description
 //! locks (`F_OFD_SETLK`), which conflict with LevelDB's `F_SETLK` locks but, unlike them, are not
 //! released when some unrelated descriptor of the same file is closed.
@@ -241,17 +241,17 @@ impl RandomAccessFile for PosixRandomAccessFile {
 /// A writable file's fail-stop state: the first failed write or sync. Once set, nothing is
 /// written to the file again.
 #[derive(Default)]
-struct FailStop {
+pub(super) struct FailStop {
     failed: Option<Arc<io::Error>>,
 }
 
 impl FailStop {
-    fn failed(&self) -> bool {
+    pub(super) fn failed(&self) -> bool {
         self.failed.is_some()
     }
 
     /// The error for any call after the file failed.
-    fn check(&self, path: &Path, op: &'static str) -> Result<()> {
+    pub(super) fn check(&self, path: &Path, op: &'static str) -> Result<()> {
         match &self.failed {
             None => Ok(()),
             Some(first) => Err(Error::io(
@@ -268,7 +268,7 @@ impl FailStop {
     }
 
     /// Remembers `e` as the file's failure and reports it.
-    fn fail(&mut self, path: &Path, op: &'static str, e: io::Error) -> Error {
+    pub(super) fn fail(&mut self, path: &Path, op: &'static str, e: io::Error) -> Error {
         let e = Arc::new(e);
         self.failed = Some(e.clone());
         Error::Io {
@@ -280,7 +280,11 @@ impl FailStop {
 }
 
 /// `fdatasync` of `file`, with an injected fault.
-fn sync_data(file: &File, path: &Path, faults: Option<&Arc<dyn IoFaults>>) -> io::Result<()> {
+pub(super) fn sync_data(
+    file: &File,
+    path: &Path,
+    faults: Option<&Arc<dyn IoFaults>>,
+) -> io::Result<()> {
     match faults.and_then(|f| f.before_sync(path)) {
         None => file.sync_data(),
         Some(e) => Err(e),
@@ -373,203 +377,6 @@ impl Drop for PosixWritableFile {
     }
 }
 
-/// How much space a mapped log allocates and maps at a time.
-const LOG_CHUNK_BYTES: usize = 1 << 20;
-
-/// How far ahead of its appends a mapped log faults pages in, writable, with one
-/// `madvise(MADV_POPULATE_WRITE)`: a page fault per 4 KiB cost a put 0.15 µs (fillseq 0.66
-/// against 0.51 µs per put with the whole chunk faulted in at once). Faulting in a whole
-/// chunk would dirty up to 1 MiB of zeros ahead: pages the kernel may write back before the
-/// records, and charges to `write_bytes` for bytes never written (cut off at drop).
-const LOG_POPULATE_BYTES: usize = 64 << 10;
-
-/// A write-ahead log written through a shared mapping ([`Env::new_log_file`]).
-///
-/// The file grows [`LOG_CHUNK_BYTES`] at a time by `fallocate`, so that space belongs to the
-/// file before a byte is stored into it: a full disk is an error from that call, never a
-/// `SIGBUS` from a store. Each chunk is mapped shared and writable, and an append is a copy
-/// into the mapping. The mapping is the page cache, so an appended record survives a process
-/// crash with no system call, as a `write` would make it. `sync` is `fdatasync`, which writes
-/// the pages the mapping dirtied like any others, and the file's allocated length.
-///
-/// Invariant: the file is `allocated` bytes long; bytes past `len()` are zeros (allocated,
-/// never stored into), which the log reader passes over as preallocated space. Dropping the
-/// file (unless it failed) cuts them off.
-struct MappedLogFile {
-    path: PathBuf,
-    file: File,
-    /// The chunk being written: file bytes `map_offset..allocated`. `None` only after a
-    /// failure while moving to the next chunk.
-    map: Option<memmap2::MmapMut>,
-    map_offset: u64,
-    /// Bytes of the mapping written so far.
-    map_used: usize,
-    /// Bytes of the mapping faulted in ahead (a multiple of the page size, or the whole).
-    map_populated: usize,
-    /// The file's length: the end of the last chunk allocated.
-    allocated: u64,
-    faults: Option<Arc<dyn IoFaults>>,
-    failure: FailStop,
-}
-
-impl MappedLogFile {
-    /// Creates (truncating) `path` and allocates its first chunk. `Ok(None)` if the file
-    /// system cannot allocate space ahead (`fallocate` unsupported); the file is then left
-    /// empty for a caller that writes it another way.
-    fn create(path: &Path, faults: Option<Arc<dyn IoFaults>>) -> Result<Option<Self>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o644)
-            .open(path)
-            .map_err(io_err(path, "create"))?;
-        let mut log = MappedLogFile {
-            path: path.to_path_buf(),
-            file,
-            map: None,
-            map_offset: 0,
-            map_used: 0,
-            map_populated: 0,
-            allocated: 0,
-            faults,
-            failure: FailStop::default(),
-        };
-        match log.allocate_chunk() {
-            Ok(()) => {}
-            Err(e) if unsupported(&e) => return Ok(None),
-            Err(e) => return Err(log.failure.fail(&log.path, "allocate", e)),
-        }
-        log.map_chunk()?;
-        Ok(Some(log))
-    }
-
-    /// The bytes appended so far.
-    fn len(&self) -> u64 {
-        self.map_offset + self.map_used as u64
-    }
-
-    /// Extends the file by one chunk of zeros, allocated on the disk.
-    fn allocate_chunk(&mut self) -> io::Result<()> {
-        use std::os::fd::AsRawFd;
-        if let Some(e) = self
-            .faults
-            .as_ref()
-            .and_then(|f| f.before_allocate(&self.path, LOG_CHUNK_BYTES))
-        {
-            return Err(e);
-        }
-        let offset = i64::try_from(self.allocated).map_err(|_| io::ErrorKind::InvalidInput)?;
-        nix::fcntl::fallocate(
-            self.file.as_raw_fd(),
-            nix::fcntl::FallocateFlags::empty(),
-            offset,
-            LOG_CHUNK_BYTES as i64,
-        )
-        .map_err(io::Error::from)?;
-        self.allocated += LOG_CHUNK_BYTES as u64;
-        Ok(())
-    }
-
-    /// Maps the last chunk allocated, unmapping the one before (its pages stay in the page
-    /// cache, dirty until written back or synced).
-    #[allow(unsafe_code)]
-    fn map_chunk(&mut self) -> Result<()> {
-        self.map = None;
-        let offset = self.allocated - LOG_CHUNK_BYTES as u64;
-        // SAFETY: the mapping covers file bytes `offset..allocated`, which `fallocate` has
-        // just allocated, so no store into it is past the end of the file or meets a full
-        // disk. Only this writer stores into the file, through this mapping alone, and
-        // nothing reads it while it is written except the kernel (a reader opens the file
-        // after the writer is dropped, or reads it with `read`, which sees the same pages).
-        // Another process truncating the file would make a store raise `SIGBUS`; the
-        // database's lock file keeps other strata processes out (docs/unsafe.md).
-        let map = unsafe {
-            memmap2::MmapOptions::new()
-                .offset(offset)
-                .len(LOG_CHUNK_BYTES)
-                .map_mut(&self.file)
-        }
-        .map_err(|e| self.failure.fail(&self.path, "mmap", e))?;
-        self.map = Some(map);
-        self.map_offset = offset;
-        self.map_used = 0;
-        self.map_populated = 0;
-        Ok(())
-    }
-
-    /// Faults in, writable, the pages of the mapping up to `LOG_POPULATE_BYTES` past `end`.
-    /// Best effort: a kernel before 5.14 refuses it, and stores then fault page by page.
-    fn populate_through(&mut self, end: usize) {
-        let Some(map) = self.map.as_ref() else { return };
-        let from = self.map_populated;
-        let to = (end + LOG_POPULATE_BYTES).min(map.len());
-        if to > from {
-            let _ = map.advise_range(memmap2::Advice::PopulateWrite, from, to - from);
-            self.map_populated = to;
-        }
-    }
-}
-
-/// True if `e` says the file system cannot allocate space ahead.
-fn unsupported(e: &io::Error) -> bool {
-    const ENOSYS: i32 = 38;
-    const EOPNOTSUPP: i32 = 95;
-    matches!(e.raw_os_error(), Some(ENOSYS | EOPNOTSUPP))
-}
-
-impl WritableFile for MappedLogFile {
-    fn append(&mut self, mut data: &[u8]) -> Result<()> {
-        self.failure.check(&self.path, "write")?;
-        while !data.is_empty() {
-            let map = match self.map.as_mut() {
-                Some(map) if self.map_used < map.len() => map,
-                _ => {
-                    self.allocate_chunk()
-                        .map_err(|e| self.failure.fail(&self.path, "allocate", e))?;
-                    self.map_chunk()?;
-                    continue;
-                }
-            };
-            let n = data.len().min(map.len() - self.map_used);
-            if self.map_used + n > self.map_populated {
-                self.populate_through(self.map_used + n);
-                continue;
-            }
-            map[self.map_used..self.map_used + n].copy_from_slice(&data[..n]);
-            self.map_used += n;
-            data = &data[n..];
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        // Stored bytes are already the operating system's.
-        self.failure.check(&self.path, "write")
-    }
-
-    fn sync(&mut self) -> Result<()> {
-        self.failure.check(&self.path, "sync")?;
-        // `fdatasync` writes the pages dirtied through any mapping of the file, and the
-        // length `fallocate` gave it: no `msync` is needed on Linux.
-        sync_data(&self.file, &self.path, self.faults.as_ref())
-            .map_err(|e| self.failure.fail(&self.path, "sync", e))
-    }
-}
-
-impl Drop for MappedLogFile {
-    fn drop(&mut self) {
-        self.map = None;
-        // Cut off the space never written, so that a log closed cleanly ends after its last
-        // record, as LevelDB's do. Never after a failure; best effort otherwise (a reader
-        // passes over the zeros all the same).
-        if !self.failure.failed() {
-            let _ = self.file.set_len(self.len());
-        }
-    }
-}
-
 /// Paths locked by this process. OFD locks already conflict within one process; the set also
 /// covers platforms that only have classic `fcntl` locks, which do not.
 fn locked_paths() -> &'static Mutex<HashSet<PathBuf>> {
@@ -653,6 +460,18 @@ pub(super) fn link_needs_copy(e: &io::Error) -> bool {
         || e.kind() == io::ErrorKind::Unsupported
 }
 
+/// Creates `path` for writing (and reading, if `read`), truncating it if it exists.
+pub(super) fn create_truncated(path: &Path, read: bool) -> Result<File> {
+    OpenOptions::new()
+        .read(read)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o644)
+        .open(path)
+        .map_err(io_err(path, "create"))
+}
+
 fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> Error + 'a {
     move |e| Error::io(path, op, e)
 }
@@ -712,13 +531,7 @@ impl Env for PosixEnv {
     }
 
     fn new_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o644)
-            .open(path)
-            .map_err(io_err(path, "create"))?;
+        let file = create_truncated(path, false)?;
         Ok(Box::new(PosixWritableFile::new(
             path,
             file,
@@ -730,8 +543,10 @@ impl Env for PosixEnv {
     /// where the file system can allocate space ahead; otherwise, and with
     /// `with_log_write_calls`, a file written with `write` calls.
     fn new_log_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        #[cfg(target_os = "linux")]
         if !self.log_write_calls {
-            if let Some(log) = MappedLogFile::create(path, self.faults.clone())? {
+            if let Some(log) = super::mapped_log::MappedLogFile::create(path, self.faults.clone())?
+            {
                 return Ok(Box::new(log));
             }
         }
