@@ -535,3 +535,23 @@ fn posix_mapped_log_whose_sync_failed_is_never_written_again() {
     assert_eq!(&bytes[..3], b"abc");
     assert!(bytes[3..].iter().all(|&b| b == 0));
 }
+
+/// Where the file system cannot allocate space ahead (`fallocate` answers `EOPNOTSUPP`), a
+/// log is written with `write` calls: it is exactly as long as its records while open.
+#[test]
+fn posix_log_on_a_file_system_without_fallocate_is_written_with_write_calls() {
+    #[derive(Debug)]
+    struct NoFallocate;
+    impl crate::env::IoFaults for NoFallocate {
+        fn before_allocate(&self, _path: &Path, _len: usize) -> Option<std::io::Error> {
+            Some(std::io::Error::from_raw_os_error(nix::libc::EOPNOTSUPP))
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("000011.log");
+    let env = PosixEnv::with_faults(std::sync::Arc::new(NoFallocate));
+    let (writer, records) = write_log_records(&env, &path);
+    assert_eq!(env.file_size(&path).unwrap(), writer.file_len());
+    drop(writer);
+    assert_eq!(read_log_records(&env, &path), (records, false, false));
+}

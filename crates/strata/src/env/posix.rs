@@ -5,10 +5,10 @@
 //! a lock; tables and blob files are mapped (`new_mapped_file`). Writable files buffer appends
 //! in user space and hand them to the kernel on `flush`; `sync` is `fdatasync`. Write-ahead
 //! logs are written through a shared mapping of space allocated ahead (Linux; `mapped_log`),
-//! with no system call per record. Locks are `fcntl` write locks over the whole file, the kind LevelDB
-//! takes, so LevelDB and strata keep each other out. On Linux they are open-file-description
-//! locks (`F_OFD_SETLK`), which conflict with LevelDB's `F_SETLK` locks but, unlike them, are not
-//! released when some unrelated descriptor of the same file is closed.
+//! with no system call per record. Locks are `fcntl` write locks over the whole file, the kind
+//! LevelDB takes, so LevelDB and strata keep each other out. On Linux they are
+//! open-file-description locks (`F_OFD_SETLK`), which conflict with LevelDB's `F_SETLK` locks
+//! but, unlike them, are not released when some unrelated descriptor of the same file is closed.
 //!
 //! Fail-stop: once a write or sync of a writable file fails, the file is never written again,
 //! by any method and not at drop. After a failed `write` the file may hold any prefix of what
@@ -93,8 +93,8 @@ impl PosixEnv {
 
     /// The POSIX environment with failures injected by `faults` into the system calls that
     /// write files (`write`, a mapped log's `fallocate`, `fdatasync`, the directory's `fsync`),
-    /// below the write buffer: the
-    /// real code paths meet an error exactly as they would on a full or failing disk.
+    /// below the write buffer: the real code paths meet an error exactly as they would on a
+    /// full or failing disk.
     ///
     /// # Example
     ///
