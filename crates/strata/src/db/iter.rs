@@ -142,6 +142,8 @@ enum Direction {
 pub struct DbIterator {
     merged: MergingIter<crate::key::InternalKeyComparator>,
     ucmp: Arc<dyn Comparator>,
+    /// True if `ucmp` orders bytewise: user keys are then compared inline, not through it.
+    bytewise: bool,
     seqno: SeqNo,
     direction: Direction,
     valid: bool,
@@ -229,6 +231,7 @@ impl CursorSource {
         Ok(DbIterator {
             merged: MergingIter::new(self.icmp.clone(), children),
             ucmp: self.icmp.user_comparator().clone(),
+            bytewise: self.icmp.user_comparator().is_bytewise(),
             seqno: self.seqno,
             direction: Direction::Forward,
             valid: false,
@@ -465,6 +468,16 @@ impl DbIterator {
         self.saved_value.clear();
     }
 
+    /// Orders two user keys by the database's comparator.
+    #[inline]
+    fn compare_user_keys(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        if self.bytewise {
+            a.cmp(b)
+        } else {
+            self.ucmp.compare(a, b)
+        }
+    }
+
     /// Moves to the first entry at or after the merge's position that is visible and not
     /// deleted (skipping entries of `saved_key` if `skipping`).
     fn find_next_user_entry(&mut self, mut skipping: bool) {
@@ -486,7 +499,7 @@ impl DbIterator {
                     }
                     ValueKind::Value | ValueKind::BlobPointer => {
                         let hidden =
-                            skipping && self.ucmp.compare(k.user_key, &self.saved_key).is_le();
+                            skipping && self.compare_user_keys(k.user_key, &self.saved_key).is_le();
                         if !hidden {
                             self.valid = true;
                             self.blob = k.kind == ValueKind::BlobPointer;
@@ -515,7 +528,7 @@ impl DbIterator {
             self.sampler.account(&self.view.version, k.user_key, bytes);
             if k.seqno <= self.seqno {
                 if kind != ValueKind::Deletion
-                    && self.ucmp.compare(k.user_key, &self.saved_key).is_lt()
+                    && self.compare_user_keys(k.user_key, &self.saved_key).is_lt()
                 {
                     // An entry of an earlier key: the current key's newest entry is saved.
                     break;
@@ -656,8 +669,7 @@ impl DbIterator {
                     return self.stop();
                 }
                 if self
-                    .ucmp
-                    .compare(user_key(self.merged.key()), &self.saved_key)
+                    .compare_user_keys(user_key(self.merged.key()), &self.saved_key)
                     .is_lt()
                 {
                     break;
@@ -668,3 +680,10 @@ impl DbIterator {
         self.find_prev_user_entry();
     }
 }
+
+// A cursor may move to another thread (the bindings hand them across): the merge's remembered
+// slices must not take that away.
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<DbIterator>();
+};

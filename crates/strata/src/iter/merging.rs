@@ -16,6 +16,13 @@
 //!
 //! Errors: if any child reports an error, the merge becomes invalid and reports it: a merged
 //! view that silently skipped a damaged source would return wrong answers.
+//!
+//! Unsafe (docs/unsafe.md): the merge remembers where the current child's key and value and
+//! the runner-up's key lie, as raw slices, so that a scan step is one call into the child
+//! that moves (`InternalIterator::next_entry`) and one comparison, and `key`/`value` read a
+//! field. Safety model: a child's slices stay valid until it moves (the cursor contract, rule
+//! 4); children are boxed and owned by the merge; only the merge's `&mut self` methods move
+//! them, and each refreshes the slices of the children it moved before it returns.
 
 use std::cmp::Ordering;
 
@@ -48,9 +55,59 @@ pub(crate) struct MergingIter<C: Comparator> {
     /// nonzero only after a forward seek whose current entry has not moved, and `current` is
     /// `Some`.
     deferred: u64,
+    /// The current child's key and value, as it returned them after its last move.
+    /// Invariant: when `current` is `Some(i)`, these point at `children[i].key()` and
+    /// `children[i].value()`, which stay valid until that child moves (the cursor contract,
+    /// rule 4); every method that moves a child refreshes them before it returns.
+    current_entry: CurrentEntry,
+    /// The runner-up's key. Invariant: when `runner_up` is `Some(i)`, this points at
+    /// `children[i].key()` as `pick` found it; the runner-up does not move until the next
+    /// pick (only the current child steps between picks).
+    runner_up_key: Slice,
+}
+
+/// The address of a slice a child returned, kept until that child moves (each field that
+/// holds one states when it is valid).
+#[derive(Clone, Copy)]
+struct Slice(*const [u8]);
+
+impl Slice {
+    const EMPTY: Slice = Slice(&[] as &[u8]);
+}
+
+impl From<&[u8]> for Slice {
+    fn from(s: &[u8]) -> Self {
+        Slice(s)
+    }
+}
+
+// SAFETY: a `Slice` points into a child the merge owns (children are `Send`), is read only
+// through `&MergingIter`, and owns nothing.
+#[allow(unsafe_code)]
+unsafe impl Send for Slice {}
+// SAFETY: as for `Send`: shared access only reads bytes no one writes meanwhile.
+#[allow(unsafe_code)]
+unsafe impl Sync for Slice {}
+
+/// The current entry's key and value (see `MergingIter::current_entry`).
+struct CurrentEntry {
+    key: Slice,
+    value: Slice,
 }
 
 impl<C: Comparator> MergingIter<C> {
+    /// Records where the current child's entry lies (invariant of `current_entry`).
+    #[inline]
+    fn remember_current(&mut self) {
+        if let Some(cur) = self.current {
+            let child = &self.children[cur];
+            self.current_entry = CurrentEntry {
+                key: child.key().into(),
+                value: child.value().into(),
+            };
+        }
+    }
+
     /// Drops every child (and the files they read); the iterator is then empty.
     pub(crate) fn clear(&mut self) {
         self.children.clear();
@@ -67,6 +124,11 @@ impl<C: Comparator> MergingIter<C> {
             runner_up: None,
             direction: Direction::Forward,
             deferred: 0,
+            current_entry: CurrentEntry {
+                key: Slice::EMPTY,
+                value: Slice::EMPTY,
+            },
+            runner_up_key: Slice::EMPTY,
         }
     }
 
@@ -103,21 +165,37 @@ impl<C: Comparator> MergingIter<C> {
         // A damaged child stops the merge.
         self.current = if damaged { None } else { best.map(|(i, _)| i) };
         self.runner_up = second.map(|(i, _)| i);
+        if let Some((_, key)) = second {
+            self.runner_up_key = key.into();
+        }
+        self.remember_current();
     }
 
-    /// After the current child stepped on in the merge's direction: it stays current if its
-    /// new key still comes before the runner-up's; otherwise every child is asked again.
-    fn step_pick(&mut self, wanted: Ordering) {
-        let Some(cur) = self.current else {
-            return;
+    /// Steps the current child `cur` on in the merge's direction (`wanted`: `Less` forward):
+    /// it stays current if its new key still comes before the runner-up's; otherwise every
+    /// child is asked again.
+    #[inline]
+    fn step(&mut self, cur: usize, wanted: Ordering) {
+        let child = &mut self.children[cur];
+        let entry = if wanted == Ordering::Less {
+            child.next_entry()
+        } else {
+            child.prev_entry()
         };
-        let child = &self.children[cur];
-        if child.valid() {
-            let stays = match self.runner_up {
-                None => true,
-                Some(r) => self.comparator.compare(child.key(), self.children[r].key()) == wanted,
+        if let Some((key, value)) = entry {
+            let stays = self.runner_up.is_none() || {
+                // SAFETY: `runner_up` is `Some`, so `runner_up_key` is that child's key as
+                // `pick` found it, and the child has not moved since: between two picks only
+                // the current child moves (the field's invariant).
+                #[allow(unsafe_code)]
+                let runner_up_key = unsafe { &*self.runner_up_key.0 };
+                self.comparator.compare(key, runner_up_key) == wanted
             };
             if stays {
+                self.current_entry = CurrentEntry {
+                    key: key.into(),
+                    value: value.into(),
+                };
                 return;
             }
         }
@@ -257,8 +335,7 @@ impl<C: Comparator> InternalIterator for MergingIter<C> {
         }
         self.undefer();
         let cur = self.current.unwrap_or(cur);
-        self.children[cur].next();
-        self.step_pick(Ordering::Less);
+        self.step(cur, Ordering::Less);
     }
 
     fn prev(&mut self) {
@@ -285,16 +362,29 @@ impl<C: Comparator> InternalIterator for MergingIter<C> {
             self.children[cur].prev();
             return self.find_largest();
         }
-        self.children[cur].prev();
-        self.step_pick(Ordering::Greater);
+        self.step(cur, Ordering::Greater);
     }
 
+    #[inline]
     fn key(&self) -> &[u8] {
-        self.children[self.current.expect("requires valid()")].key()
+        assert!(self.current.is_some(), "requires valid()");
+        // SAFETY: `current` is `Some`, so `current_entry.key` is the current child's key as it
+        // returned it after its last move (the field's invariant), and that child has not
+        // moved since: only `&mut self` methods move children, and each refreshes the field.
+        #[allow(unsafe_code)]
+        unsafe {
+            &*self.current_entry.key.0
+        }
     }
 
+    #[inline]
     fn value(&self) -> &[u8] {
-        self.children[self.current.expect("requires valid()")].value()
+        assert!(self.current.is_some(), "requires valid()");
+        // SAFETY: as in `key`.
+        #[allow(unsafe_code)]
+        unsafe {
+            &*self.current_entry.value.0
+        }
     }
 
     fn status(&self) -> Result<()> {
