@@ -77,6 +77,7 @@ fn input_iterator(
                 c.inputs[which].as_slice().into(),
                 files.table_cache.clone(),
                 options,
+                false,
             )));
         }
     }

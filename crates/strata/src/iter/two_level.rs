@@ -45,6 +45,18 @@ pub(crate) trait SecondLevel {
         *slot = Some(self.open(id)?);
         Ok(())
     }
+
+    /// [`InternalIterator::may_pass_seeks`] for the whole two-level cursor. Default: false.
+    fn may_pass_seeks(&self) -> bool {
+        false
+    }
+
+    /// [`InternalIterator::seek_passes`] for the whole two-level cursor, answered from the
+    /// index cursor (which it must not move) and what the entries name. Default: false.
+    fn seek_passes(&self, index: &Self::Index, target: &[u8], key: &[u8]) -> bool {
+        let _ = (index, target, key);
+        false
+    }
 }
 
 /// A cursor over the entries of every second-level cursor an index cursor names, in index
@@ -245,6 +257,14 @@ impl<S: SecondLevel> InternalIterator for TwoLevelIter<S> {
         }
         self.index.status()?;
         self.data.as_ref().map_or(Ok(()), |d| d.status())
+    }
+
+    fn may_pass_seeks(&self) -> bool {
+        self.second.may_pass_seeks()
+    }
+
+    fn seek_passes(&self, target: &[u8], key: &[u8]) -> bool {
+        self.second.seek_passes(&self.index, target, key)
     }
 }
 

@@ -492,6 +492,44 @@ impl Table {
         internal_key: &[u8],
         found: impl FnOnce(Option<&Arc<Block>>, &[u8], &[u8]) -> R,
     ) -> Result<Option<R>> {
+        let Some(handle) = self.data_block_for(internal_key)? else {
+            return Ok(None);
+        };
+        if let Some(filter) = &self.filter {
+            if !filter.key_may_match(handle.offset, user_key(internal_key)) {
+                return Ok(None);
+            }
+        }
+        if let Some(block) = self.resident_block(handle, options)? {
+            return block.find(&self.icmp, internal_key, |k, v| found(Some(&block), k, v));
+        }
+        let (found, door, checked) =
+            match self.find_while_decoding(handle, options, internal_key, found)? {
+                Ok(answer) => return Ok(answer),
+                Err(back) => back,
+            };
+        let block = self.read_whole(handle, options, door, checked)?;
+        block.find(&self.icmp, internal_key, |k, v| found(Some(&block), k, v))
+    }
+
+    /// True if the table certainly holds no entry with `internal_key`'s user key at or after
+    /// `internal_key`: it has no entry at or after it at all, or the filter rules the user key
+    /// out of the one data block that would hold it. Reads no data block. False when it cannot
+    /// tell (no filter) or the index is damaged (a seek then reports it).
+    pub(crate) fn rules_out(&self, internal_key: &[u8]) -> bool {
+        match self.data_block_for(internal_key) {
+            Ok(None) => true,
+            Ok(Some(handle)) => self
+                .filter
+                .as_ref()
+                .is_some_and(|f| !f.key_may_match(handle.offset, user_key(internal_key))),
+            Err(_) => false,
+        }
+    }
+
+    /// The handle of the first data block whose last key is at or after `internal_key` (the
+    /// only block that may hold it), or `None` if every key in the table is before it.
+    fn data_block_for(&self, internal_key: &[u8]) -> Result<Option<BlockHandle>> {
         let by_position = self
             .index_handles
             .is_some()
@@ -514,21 +552,7 @@ impl Table {
                 handle?
             }
         };
-        if let Some(filter) = &self.filter {
-            if !filter.key_may_match(handle.offset, user_key(internal_key)) {
-                return Ok(None);
-            }
-        }
-        if let Some(block) = self.resident_block(handle, options)? {
-            return block.find(&self.icmp, internal_key, |k, v| found(Some(&block), k, v));
-        }
-        let (found, door, checked) =
-            match self.find_while_decoding(handle, options, internal_key, found)? {
-                Ok(answer) => return Ok(answer),
-                Err(back) => back,
-            };
-        let block = self.read_whole(handle, options, door, checked)?;
-        block.find(&self.icmp, internal_key, |k, v| found(Some(&block), k, v))
+        Ok(Some(handle))
     }
 
     /// A cursor over the table's entries.

@@ -5,13 +5,15 @@
 //! Requires the version's invariant 2 (files of a level >= 1 do not overlap and are sorted),
 //! so that a seek lands on the one file that may hold the target.
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::version::{find_file, LiveFile};
 use crate::cache::TableCache;
+use crate::comparator::Comparator;
 use crate::error::Result;
 use crate::iter::{InternalIterator, SecondLevel, TwoLevelIter};
-use crate::key::InternalKeyComparator;
+use crate::key::{user_key, InternalKeyComparator};
 use crate::table::{BlockReadOptions, TableIter};
 
 /// A cursor over the files of one sorted level (>= 1), opening each table as it is reached.
@@ -20,17 +22,20 @@ use crate::table::{BlockReadOptions, TableIter};
 pub(crate) type LevelIter = TwoLevelIter<LevelTables>;
 
 /// A [`LevelIter`] over `files`. Requires: `files` sorted and non-overlapping (invariant 2).
+/// With `defer_seeks`, a merge may put off its seeks (see [`LevelTables::seek_passes`]).
 pub(crate) fn level_iter(
     icmp: InternalKeyComparator,
     files: Arc<[Arc<LiveFile>]>,
     table_cache: Arc<TableCache>,
     options: BlockReadOptions,
+    defer_seeks: bool,
 ) -> LevelIter {
     TwoLevelIter::new(
         LevelFileIter::new(icmp, files),
         LevelTables {
             table_cache,
             options,
+            defer_seeks,
         },
     )
 }
@@ -39,6 +44,9 @@ pub(crate) fn level_iter(
 pub(crate) struct LevelTables {
     table_cache: Arc<TableCache>,
     options: BlockReadOptions,
+    /// True if a merge may ask whether a seek would pass (the database's cursors, for every
+    /// level but the last: the one most likely to hold a sought key seeks first).
+    defer_seeks: bool,
 }
 
 impl SecondLevel for LevelTables {
@@ -55,6 +63,40 @@ impl SecondLevel for LevelTables {
     #[inline]
     fn open(&self, (number, size): (u64, u64)) -> Result<TableIter> {
         Ok(self.table_cache.get(number, size)?.iter(self.options))
+    }
+
+    fn may_pass_seeks(&self) -> bool {
+        self.defer_seeks
+    }
+
+    /// True if the level has no entry from `target` to `key`, told from the file list and at
+    /// most one table's index and filter (no data block): no file ends at or after `target`;
+    /// or the file a seek would land in starts after `key`; or `key` has `target`'s user key,
+    /// the next file starts after `key`, and the one file that may hold that user key rules it
+    /// out (every entry from `target` to `key` has that user key).
+    fn seek_passes(&self, index: &LevelFileIter, target: &[u8], key: &[u8]) -> bool {
+        if !self.defer_seeks || target.len() < 8 || key.len() < 8 {
+            return false;
+        }
+        let icmp = &index.icmp;
+        let files = &index.files;
+        let at = find_file(icmp, files, target);
+        let Some(file) = files.get(at) else {
+            return true;
+        };
+        if icmp.compare(&file.smallest, key) == Ordering::Greater {
+            return true;
+        }
+        if user_key(key) != user_key(target) {
+            return false;
+        }
+        if files
+            .get(at + 1)
+            .is_some_and(|next| icmp.compare(&next.smallest, key) != Ordering::Greater)
+        {
+            return false;
+        }
+        file.rules_out(&self.table_cache, target)
     }
 }
 
@@ -134,6 +176,7 @@ mod tests {
     use super::*;
     use crate::comparator::bytewise;
     use crate::env::{read_file_to_vec, write_file, Env, MemEnv};
+    use crate::filter::BloomFilterPolicy;
     use crate::iter::contract::{check_against_model, check_errors_surface};
     use crate::key::{append_internal_key, SeqNo, ValueKind};
     use crate::table::{TableBuilder, TableOptions};
@@ -144,6 +187,7 @@ mod tests {
     fn options() -> TableOptions {
         TableOptions {
             block_size: 128,
+            filter_policy: Some(Arc::new(BloomFilterPolicy::new(10))),
             ..TableOptions::default()
         }
     }
@@ -184,6 +228,10 @@ mod tests {
     }
 
     fn level_iter_in(env: &MemEnv, files: &[Arc<LiveFile>]) -> LevelIter {
+        level_iter_with(env, files, true)
+    }
+
+    fn level_iter_with(env: &MemEnv, files: &[Arc<LiveFile>], defer_seeks: bool) -> LevelIter {
         let env: Arc<dyn Env> = Arc::new(env.clone());
         let cache = TableCache::new(env, Path::new("/db"), options(), None, 100);
         super::level_iter(
@@ -191,6 +239,7 @@ mod tests {
             files.into(),
             Arc::new(cache),
             BlockReadOptions::default(),
+            defer_seeks,
         )
     }
 
@@ -205,6 +254,61 @@ mod tests {
         let icmp = InternalKeyComparator::new(bytewise());
         check_against_model(&mut level_iter_in(&env, &files), &model, &icmp, &probes);
         check_against_model(&mut level_iter_in(&env, &[]), &[], &icmp, &probes);
+    }
+
+    /// `seek_passes(target, key)` may say true only if the level holds no entry from `target`
+    /// to `key` (the model says), and says it in each of its three ways: nothing at or after
+    /// the target, a file that starts after the key, a user key the filter rules out.
+    #[test]
+    fn a_seek_passes_only_where_the_level_has_nothing_from_the_target_to_the_key() {
+        let env = MemEnv::new();
+        let (files, model) = level(&env);
+        let icmp = InternalKeyComparator::new(bytewise());
+        let it = level_iter_in(&env, &files);
+        let mut user_keys: Vec<Vec<u8>> = (0..=model.len())
+            .flat_map(|n| [format!("key{n:05}"), format!("key{n:05}a")])
+            .map(String::into_bytes)
+            .collect();
+        user_keys.extend([b"".to_vec(), b"zzz".to_vec()]);
+        let seqnos = [1000, 40, 3, 0];
+        let (mut past_the_end, mut before_a_file, mut ruled_out) = (0, 0, 0);
+        for tu in &user_keys {
+            for &ts in &seqnos {
+                let target = ikey(tu, ts);
+                for ku in &user_keys {
+                    for &ks in &seqnos {
+                        let key = ikey(ku, ks);
+                        if icmp.compare(&key, &target) == Ordering::Less {
+                            continue;
+                        }
+                        if !it.seek_passes(&target, &key) {
+                            continue;
+                        }
+                        let held = model.iter().any(|(k, _)| {
+                            icmp.compare(k, &target) != Ordering::Less
+                                && icmp.compare(k, &key) != Ordering::Greater
+                        });
+                        assert!(
+                            !held,
+                            "passed a seek to {} with {} though the level holds an entry between",
+                            target.escape_ascii(),
+                            key.escape_ascii()
+                        );
+                        let after = model.iter().find(|(k, _)| icmp.compare(k, &target) != Ordering::Less);
+                        match after {
+                            None => past_the_end += 1,
+                            Some(_) if tu == ku => ruled_out += 1,
+                            Some(_) => before_a_file += 1,
+                        }
+                    }
+                }
+            }
+        }
+        assert!(past_the_end > 0 && before_a_file > 0 && ruled_out > 0, "{past_the_end} {before_a_file} {ruled_out}");
+        // The deepest level seeks at once: a merge never asks it.
+        let last = level_iter_with(&env, &files, false);
+        assert!(!last.may_pass_seeks());
+        assert!(!last.seek_passes(&ikey(b"zzz", 1), &ikey(b"zzz", 0)));
     }
 
     #[test]

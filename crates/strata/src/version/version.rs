@@ -542,6 +542,10 @@ impl Version {
             let table = table_cache.get(f.number, f.file_size)?;
             out.push(Box::new(table.iter(options)));
         }
+        // Every level but the deepest may have its seeks put off: the deepest holds most
+        // keys, so it seeks first and the others are asked whether they hold anything before
+        // the key it found.
+        let deepest = (1..NUM_LEVELS).rev().find(|&l| !self.files[l].is_empty());
         for level in 1..NUM_LEVELS {
             if !self.files[level].is_empty() {
                 out.push(Box::new(level_iter(
@@ -549,6 +553,7 @@ impl Version {
                     Arc::clone(&self.files[level]),
                     table_cache.clone(),
                     options,
+                    Some(level) != deepest,
                 )));
             }
         }
@@ -582,6 +587,17 @@ impl Version {
 }
 
 impl LiveFile {
+    /// [`Table::rules_out`](crate::table::Table::rules_out) for this file's table, read through
+    /// its pin when it has one (else through the table cache; false if it cannot be opened).
+    pub(crate) fn rules_out(&self, table_cache: &TableCache, internal_key: &[u8]) -> bool {
+        if let Some(pin) = self.table.get() {
+            return pin.table().rules_out(internal_key);
+        }
+        table_cache
+            .get(self.number, self.file_size)
+            .is_ok_and(|table| table.rules_out(internal_key))
+    }
+
     /// [`lookup_in_table`] in this file's table, read through its pin when it has one, and
     /// pinning it when the table cache's budget allows.
     fn lookup(
