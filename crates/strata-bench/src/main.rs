@@ -95,6 +95,11 @@ pub struct Flags {
     /// measure what the zero-copy calls save.
     #[arg(long)]
     pub copying_reads: bool,
+    /// seekrandom: after each seek, step forward this many times, reading every entry (a short
+    /// range query, RocksDB's `--seek_nexts`). 0, the default, is LevelDB's seekrandom. strata,
+    /// leveldb, rocksdb and lmdb support it.
+    #[arg(long, default_value_t = 0)]
+    pub seek_nexts: u64,
     /// Use the database already in --db instead of starting fresh; fill benchmarks are
     /// skipped.
     #[arg(long)]

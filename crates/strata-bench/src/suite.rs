@@ -78,7 +78,10 @@ pub const BENCHMARKS: &[(&str, &str)] = &[
         "readhot",
         "read --reads random keys from the first 1% of the key space",
     ),
-    ("seekrandom", "seek a new cursor to --reads random keys"),
+    (
+        "seekrandom",
+        "seek a new cursor to --reads random keys (then --seek_nexts steps)",
+    ),
     ("deleteseq", "delete --num keys in sequential order"),
     ("deleterandom", "delete --num keys in random order"),
     (
@@ -643,9 +646,23 @@ impl<'a> Worker<'a> {
         let mut key = Vec::with_capacity(self.flags.key_size);
         let mut at = Vec::new();
         let mut found = 0;
+        let nexts = self.flags.seek_nexts;
         for _ in 0..self.plan.count {
             make_key(&mut key, self.keys.next(), self.flags.key_size);
-            if self.timed(|| db.seek(&key, &mut at))? && at == key {
+            let hit = if nexts == 0 {
+                self.timed(|| db.seek(&key, &mut at))? && at == key
+            } else {
+                // Found when the first entry the seek lands on is the key sought.
+                let mut first: Option<bool> = None;
+                let sought = key.as_slice();
+                self.timed(|| {
+                    db.seek_scan(sought, nexts, &mut |k, _| {
+                        first.get_or_insert(k == sought);
+                    })
+                })?;
+                first == Some(true)
+            };
+            if hit {
                 found += 1;
             }
             tally.add(1);
@@ -737,6 +754,37 @@ mod tests {
         assert_eq!(runner.run_one("seekrandom").unwrap().found, Some(3000));
         runner.run_one("deleterandom").unwrap();
         assert_eq!(runner.run_one("readrandom").unwrap().found, Some(0));
+    }
+
+    #[test]
+    fn seekrandom_with_steps_reads_the_entries_after_each_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = flags(&["--seek_nexts=5"]);
+        let mut runner = Runner::new(&flags, "strata", dir.path());
+        runner.run_one("fillseq").unwrap();
+        assert_eq!(runner.run_one("seekrandom").unwrap().found, Some(3000));
+        // Five steps after the seek: six entries in key order, fewer near the end.
+        let db = runner.ensure_open().unwrap();
+        for (start, visited) in [(100u64, 6u64), (2997, 3)] {
+            let mut key = Vec::new();
+            make_key(&mut key, start, 16);
+            let mut seen = Vec::new();
+            let n = db
+                .seek_scan(&key, 5, &mut |k, v| {
+                    assert!(!v.is_empty());
+                    seen.push(k.to_vec());
+                })
+                .unwrap();
+            assert_eq!(n, visited);
+            let expected: Vec<Vec<u8>> = (start..start + visited)
+                .map(|i| {
+                    let mut k = Vec::new();
+                    make_key(&mut k, i, 16);
+                    k
+                })
+                .collect();
+            assert_eq!(seen, expected);
+        }
     }
 
     #[test]

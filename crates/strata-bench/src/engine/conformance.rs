@@ -155,6 +155,36 @@ fn check_contents(name: &str, db: &dyn super::Engine, model: &BTreeMap<Vec<u8>, 
         !db.seek(b"zzz", &mut found).unwrap(),
         "{name}: seek past the end"
     );
+
+    // A seek and steps (`--seek_nexts`), where the engine has it: the entries after the
+    // probe, in order, with their values.
+    for (probe, nexts) in [
+        (&b"key00025"[..], 3u64),
+        (b"", 0),
+        (b"key0100", 2),
+        (b"zzz", 4),
+    ] {
+        let mut seen = Vec::new();
+        match db.seek_scan(probe, nexts, &mut |k, v| {
+            seen.push((k.to_vec(), v.to_vec()))
+        }) {
+            Ok(n) => {
+                let want: Vec<(Vec<u8>, Vec<u8>)> = model
+                    .range(probe.to_vec()..)
+                    .take(usize::try_from(nexts).unwrap() + 1)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                assert_eq!(
+                    seen,
+                    want,
+                    "{name}: seek_scan to {}",
+                    String::from_utf8_lossy(probe)
+                );
+                assert_eq!(n, want.len() as u64, "{name}: seek_scan count");
+            }
+            Err(e) => assert!(e.contains("--seek_nexts"), "{name}: {e}"),
+        }
+    }
 }
 
 #[test]

@@ -89,6 +89,27 @@ impl Engine for LevelDbEngine {
         Ok(valid)
     }
 
+    fn seek_scan(
+        &self,
+        key: &[u8],
+        nexts: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<u64> {
+        let mut it = self.db.iter(None);
+        it.seek(key);
+        let mut n = 0u64;
+        while it.valid() {
+            visit(it.key(), it.value());
+            n += 1;
+            if n > nexts {
+                break;
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(n)
+    }
+
     fn compact(&self) -> EngineResult<()> {
         self.db.compact_range(None, None);
         Ok(())

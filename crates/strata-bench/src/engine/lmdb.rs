@@ -449,6 +449,33 @@ impl Engine for LmdbEngine {
         })
     }
 
+    fn seek_scan(
+        &self,
+        key: &[u8],
+        nexts: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<u64> {
+        self.with_cursor(|cursor| {
+            // LMDB rejects an empty key for MDB_SET_RANGE; every key is >= the empty key.
+            let (mut k, mut op) = if key.is_empty() {
+                (Val::empty(), MDB_FIRST)
+            } else {
+                (Val::of(key), MDB_SET_RANGE)
+            };
+            let mut n = 0u64;
+            // SAFETY: `cursor` is live; each entry is visited before the cursor moves.
+            while let Some((at, v)) = unsafe { cursor_get(cursor, &mut k, op)? } {
+                visit(at, v);
+                n += 1;
+                if n > nexts {
+                    break;
+                }
+                op = MDB_NEXT;
+            }
+            Ok(n)
+        })
+    }
+
     fn seek(&self, key: &[u8], found: &mut Vec<u8>) -> EngineResult<bool> {
         self.with_cursor(|cursor| {
             // LMDB rejects an empty key for MDB_SET_RANGE; every key is >= the empty key.

@@ -113,6 +113,19 @@ pub trait Engine: Send + Sync {
     /// Opens a cursor at the first key at or after `key` and copies that key into `found`;
     /// returns false if there is none. (LevelDB's seekrandom: one new cursor per seek.)
     fn seek(&self, key: &[u8], found: &mut Vec<u8>) -> EngineResult<bool>;
+    /// Opens a cursor at the first key at or after `key`, then steps forward up to `nexts`
+    /// times, visiting every entry it is on (so at most `nexts + 1`); returns how many it
+    /// visited. A short range query: RocksDB's `seekrandom --seek_nexts`. Engines without it
+    /// return an error naming the flag.
+    fn seek_scan(
+        &self,
+        key: &[u8],
+        nexts: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<u64> {
+        let _ = (key, nexts, visit);
+        Err("--seek_nexts is not supported by this engine (strata, leveldb, rocksdb and lmdb have it)".into())
+    }
     /// Compacts the whole database; engines without such an operation return at once.
     fn compact(&self) -> EngineResult<()>;
     /// The engine's own statistics report, if it has one (db_bench's `stats`).

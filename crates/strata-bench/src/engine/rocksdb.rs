@@ -388,6 +388,31 @@ impl Engine for RocksDbEngine {
         })
     }
 
+    fn seek_scan(
+        &self,
+        key: &[u8],
+        nexts: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<u64> {
+        self.with_iter(|it| {
+            let mut n = 0u64;
+            // SAFETY: `it` is live for this closure; key and value slices are used before the
+            // iterator moves.
+            unsafe {
+                rocksdb_iter_seek(it, key.as_ptr().cast(), key.len());
+                while rocksdb_iter_valid(it) != 0 {
+                    visit(iter_key(it), iter_value(it));
+                    n += 1;
+                    if n > nexts {
+                        break;
+                    }
+                    rocksdb_iter_next(it);
+                }
+            }
+            n
+        })
+    }
+
     fn seek(&self, key: &[u8], found: &mut Vec<u8>) -> EngineResult<bool> {
         self.with_iter(|it| {
             // SAFETY: `it` is live for this closure; the key is copied before it moves.

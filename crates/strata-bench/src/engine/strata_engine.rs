@@ -185,6 +185,30 @@ impl Engine for StrataEngine {
         Ok(false)
     }
 
+    fn seek_scan(
+        &self,
+        key: &[u8],
+        nexts: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<u64> {
+        let mut it = self
+            .db
+            .iter_opt(&self.read_options())
+            .map_err(|e| e.to_string())?;
+        it.seek(key);
+        let mut n = 0u64;
+        while it.valid() {
+            visit(it.key(), it.value());
+            n += 1;
+            if n > nexts {
+                break;
+            }
+            it.next();
+        }
+        it.status().map_err(|e| e.to_string())?;
+        Ok(n)
+    }
+
     fn compact(&self) -> EngineResult<()> {
         self.db.compact_range(None, None).map_err(|e| e.to_string())
     }
