@@ -148,9 +148,10 @@ impl MappedLogFile {
 
 /// True if `e` says the file system cannot allocate space ahead.
 fn unsupported(e: &io::Error) -> bool {
-    const ENOSYS: i32 = 38;
-    const EOPNOTSUPP: i32 = 95;
-    matches!(e.raw_os_error(), Some(ENOSYS | EOPNOTSUPP))
+    matches!(
+        e.raw_os_error(),
+        Some(nix::libc::ENOSYS | nix::libc::EOPNOTSUPP)
+    )
 }
 
 impl WritableFile for MappedLogFile {

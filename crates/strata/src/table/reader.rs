@@ -495,10 +495,8 @@ impl Table {
         let Some(handle) = self.data_block_for(internal_key)? else {
             return Ok(None);
         };
-        if let Some(filter) = &self.filter {
-            if !filter.key_may_match(handle.offset, user_key(internal_key)) {
-                return Ok(None);
-            }
+        if self.filter_rules_out(handle, internal_key) {
+            return Ok(None);
         }
         if let Some(block) = self.resident_block(handle, options)? {
             return block.find(&self.icmp, internal_key, |k, v| found(Some(&block), k, v));
@@ -519,12 +517,17 @@ impl Table {
     pub(crate) fn rules_out(&self, internal_key: &[u8]) -> bool {
         match self.data_block_for(internal_key) {
             Ok(None) => true,
-            Ok(Some(handle)) => self
-                .filter
-                .as_ref()
-                .is_some_and(|f| !f.key_may_match(handle.offset, user_key(internal_key))),
+            Ok(Some(handle)) => self.filter_rules_out(handle, internal_key),
             Err(_) => false,
         }
+    }
+
+    /// True if the filter rules `internal_key`'s user key out of the data block at `handle`
+    /// (false without a filter).
+    fn filter_rules_out(&self, handle: BlockHandle, internal_key: &[u8]) -> bool {
+        self.filter
+            .as_ref()
+            .is_some_and(|f| !f.key_may_match(handle.offset, user_key(internal_key)))
     }
 
     /// The handle of the first data block whose last key is at or after `internal_key` (the

@@ -311,6 +311,27 @@ mod tests {
         assert!(!last.seek_passes(&ikey(b"zzz", 1), &ikey(b"zzz", 0)));
     }
 
+    /// A table that cannot be opened, or whose index is damaged, never lets a seek pass: the
+    /// seek then runs, and reports the damage (as the tests below show it does).
+    #[test]
+    fn a_seek_does_not_pass_a_table_that_cannot_be_read() {
+        let env = MemEnv::new();
+        let (files, _) = level(&env);
+        // Inside file 2's range, a user key it does not hold: its filter would rule it out.
+        let (target, key) = (ikey(b"key00010a", 1000), ikey(b"key00010a", 0));
+        assert!(level_iter_in(&env, &files).seek_passes(&target, &key));
+        let path = crate::filename::table_file(Path::new("/db"), files[2].number);
+        let data = read_file_to_vec(&env, &path).unwrap();
+        env.remove_file(&path).unwrap();
+        assert!(!level_iter_in(&env, &files).seek_passes(&target, &key));
+        // The index block is just before the footer: damage the bytes there.
+        let mut damaged = data.clone();
+        let at = damaged.len() - 48 - 10;
+        damaged[at] ^= 0xff;
+        write_file(&env, &path, &damaged, false).unwrap();
+        assert!(!level_iter_in(&env, &files).seek_passes(&target, &key));
+    }
+
     #[test]
     fn a_table_that_cannot_be_opened_surfaces_as_the_level_cursors_error() {
         for victim in [0, 3, 7] {
