@@ -41,6 +41,16 @@ impl BlockBuilder {
         }
     }
 
+    /// A builder whose buffers are sized for a block of `bytes` bytes (entries and restart
+    /// array) with `restarts` restart points, so that a block of that size is built without
+    /// growing them: its bytes then end in a buffer of exactly their length.
+    pub(crate) fn with_capacity(restart_interval: usize, bytes: usize, restarts: usize) -> Self {
+        let mut builder = BlockBuilder::new(restart_interval);
+        builder.buffer.reserve_exact(bytes);
+        builder.restarts.reserve_exact(restarts.saturating_sub(1));
+        builder
+    }
+
     /// Forgets everything added, keeping the allocations.
     pub fn reset(&mut self) {
         self.buffer.clear();
