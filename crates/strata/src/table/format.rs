@@ -253,15 +253,27 @@ fn check_and_expand(
     }
     match kind {
         k if k == Compression::None as u8 => Ok(None),
-        k if k == Compression::Snappy as u8 => decompress_snappy(&stored[..size]).map(Some),
+        k if k == Compression::Snappy as u8 => {
+            decompress_snappy_into(&stored[..size], crate::table::block::block_buffer).map(Some)
+        }
         _ => Err("unknown block compression type"),
     }
 }
 
 /// Decompresses a raw Snappy block, refusing lengths the input cannot produce.
 pub(crate) fn decompress_snappy(stored: &[u8]) -> std::result::Result<Vec<u8>, &'static str> {
+    decompress_snappy_into(stored, |len| vec![0u8; len])
+}
+
+/// [`decompress_snappy`] into the buffer `buffer(len)` gives, which must be `len` bytes long;
+/// its contents are overwritten.
+fn decompress_snappy_into(
+    stored: &[u8],
+    buffer: impl FnOnce(usize) -> Vec<u8>,
+) -> std::result::Result<Vec<u8>, &'static str> {
     let (len, _) = checked_length(stored)?;
-    let mut out = vec![0u8; len];
+    let mut out = buffer(len);
+    debug_assert_eq!(out.len(), len);
     match snap::raw::Decoder::new().decompress(stored, &mut out) {
         Ok(n) if n == len => Ok(out),
         _ => Err("bad snappy block"),

@@ -67,6 +67,8 @@ struct BlockBytes {
     len: usize,
     /// True if `_owner` is a `Mapping`.
     in_mapping: bool,
+    /// The bytes the owner holds: a heap buffer's capacity, or `len` for a mapping.
+    held: usize,
     _owner: BytesOwner,
 }
 
@@ -88,15 +90,71 @@ const _: () = {
 
 impl BlockBytes {
     fn heap(mut bytes: Vec<u8>) -> BlockBytes {
-        // The cache charges a block its length: no spare capacity to undercount.
-        bytes.shrink_to_fit();
+        // The cache charges a block the capacity it holds; more than the slack a recycled
+        // buffer may have is given back to the allocator.
+        if bytes.capacity() - bytes.len() > bytes.len() / RECYCLED_SLACK {
+            bytes.shrink_to_fit();
+        }
         BlockBytes {
             ptr: bytes.as_ptr(),
             len: bytes.len(),
             in_mapping: false,
+            held: bytes.capacity(),
             _owner: BytesOwner::Heap(bytes),
         }
     }
+}
+
+impl Drop for BlockBytes {
+    /// A heap buffer goes to this thread's spare ([`block_buffer`]) rather than back to the
+    /// allocator. Nothing reads the bytes once the block is dropped.
+    fn drop(&mut self) {
+        if let BytesOwner::Heap(bytes) = &mut self._owner {
+            let bytes = std::mem::take(bytes);
+            if bytes.capacity() <= MAX_SPARE_BYTES {
+                // At thread exit the spare may be gone: the buffer is then freed.
+                let _ = SPARE_BUFFER.try_with(|spare| spare.set(bytes));
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// The buffer of the last heap block this thread dropped, for the next block it
+    /// decompresses ([`block_buffer`]): a scan, which drops each block as it loads the next,
+    /// and a point lookup's or seek's cursor, dropped after each use, then allocate, zero and
+    /// free no block buffer in the steady state.
+    static SPARE_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// A spare buffer larger than this is freed, not kept: one thread keeps at most one buffer of
+/// about a block's size.
+const MAX_SPARE_BYTES: usize = 64 * 1024;
+
+/// A recycled buffer may hold up to `len / RECYCLED_SLACK` bytes more than the block it
+/// carries (charged to the cache as held).
+const RECYCLED_SLACK: usize = 8;
+
+/// A buffer of exactly `len` bytes for a block to be decompressed into: this thread's spare
+/// (the buffer of a block it dropped) when that holds at least `len` bytes and at most an
+/// eighth more, else a new one. The bytes are initialized but their contents are arbitrary:
+/// the caller overwrites all of them. Only bytes the spare never held are zeroed.
+pub(crate) fn block_buffer(len: usize) -> Vec<u8> {
+    let Ok(mut buffer) = SPARE_BUFFER.try_with(std::cell::Cell::take) else {
+        return vec![0; len];
+    };
+    let capacity = buffer.capacity();
+    if capacity < len || capacity - len > len / RECYCLED_SLACK {
+        // Kept for a block it fits.
+        let _ = SPARE_BUFFER.try_with(|spare| spare.set(buffer));
+        return vec![0; len];
+    }
+    if buffer.len() >= len {
+        buffer.truncate(len);
+    } else {
+        buffer.resize(len, 0);
+    }
+    buffer
 }
 
 // SAFETY: the bytes never change (see `deref`), and their owner, a `Vec<u8>` or a
@@ -114,7 +172,8 @@ impl std::ops::Deref for BlockBytes {
     #[allow(unsafe_code)]
     fn deref(&self) -> &[u8] {
         // SAFETY: by the invariant, `owner` (which `self` holds) keeps the bytes alive and
-        // unchanged. A heap buffer is a `Vec` no one touches after its pointer was taken. A
+        // unchanged. A heap buffer is a `Vec` no one touches after its pointer was taken until
+        // the block's drop gives it away (`BlockBytes::drop`), after the last read. A
         // mapping's bytes were returned by `file.mapped` borrowed from the file, which `self`
         // keeps alive through its `Arc` and no one can borrow mutably (`Arc::get_mut` fails
         // while this `Arc` exists), so that borrow stays valid as long as the file does.
@@ -178,6 +237,7 @@ impl Block {
             ptr,
             len,
             in_mapping: true,
+            held: len,
             _owner: BytesOwner::Mapping(mapping),
         };
         Block::parse(data, path, file_offset).map(Some)
@@ -331,9 +391,10 @@ impl Block {
         self.data.len()
     }
 
-    /// The bytes the block holds, as charged to the block cache: its contents and its fences.
+    /// The bytes the block holds, as charged to the block cache: its buffer (its contents,
+    /// and the little spare capacity a recycled buffer may have) and its fences.
     pub fn charge(&self) -> usize {
-        self.data.len() + self.fences.as_ref().map_or(0, |f| f.heap_bytes())
+        self.data.held + self.fences.as_ref().map_or(0, |f| f.heap_bytes())
     }
 
     /// `part`, a slice of this block's bytes (a key or value [`find`](Self::find) handed

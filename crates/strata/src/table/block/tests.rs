@@ -905,3 +905,47 @@ fn finding_while_decoding_stops_at_the_restart_array() {
     assert_eq!(got, None);
     assert!(parse(data).is_err());
 }
+
+/// A block read after another's drop on the same thread, whose length the dropped block's
+/// buffer fits, is decompressed into that buffer; its bytes are exactly its own, whatever the
+/// buffer held.
+#[test]
+fn a_dropped_blocks_buffer_carries_the_next_block_it_fits() {
+    let first = build(&entries(200), 16);
+    let second_raw = build(&entries(190), 16);
+    assert!(second_raw.len() <= first.len() && first.len() - second_raw.len() <= second_raw.len() / 8);
+    let block = parse(first.clone()).unwrap();
+    let address = block.data.as_ptr();
+    drop(block);
+
+    // The second block stored as a table stores it: Snappy, then the type and checksum.
+    let mut stored = snap::raw::Encoder::new().compress_vec(&second_raw).unwrap();
+    let kind = crate::table::format::Compression::Snappy as u8;
+    let crc = crate::coding::mask_crc(crate::table::format::block_crc(&stored, kind));
+    stored.push(kind);
+    stored.extend_from_slice(&crc.to_le_bytes());
+    let expanded = crate::table::format::expand_stored_block(&stored, true).unwrap();
+    assert_eq!(expanded.as_ptr(), address, "the spare buffer is reused");
+    assert_eq!(expanded, second_raw, "every byte is the block's own");
+    let block = parse(expanded).unwrap();
+    assert!(block.charge() >= block.size());
+    assert_eq!(block.charge(), block.data.held);
+}
+
+/// A spare buffer much larger than the block asked for is not used (the block would be
+/// charged far more than its bytes) and stays the spare; one too small is not used either.
+#[test]
+fn a_spare_buffer_is_used_only_for_a_block_of_about_its_size() {
+    let block = parse(build(&entries(400), 16)).unwrap();
+    let len = block.size();
+    let address = block.data.as_ptr();
+    drop(block);
+    let small = block_buffer(len / 2);
+    assert_ne!(small.as_ptr(), address, "far smaller: a new buffer");
+    assert_eq!(small.len(), len / 2);
+    let large = block_buffer(len + 1);
+    assert_ne!(large.as_ptr(), address, "larger: a new buffer");
+    let fits = block_buffer(len - len / 16);
+    assert_eq!(fits.as_ptr(), address, "the spare was kept for a block it fits");
+    assert_eq!(fits.len(), len - len / 16);
+}
