@@ -881,6 +881,10 @@ pub struct BlockIter {
     run_keys: Vec<u8>,
     run: Vec<RunEntry>,
     run_pos: Option<usize>,
+    /// While `run_pos` is `Some`: where the current key lies in `run_keys`. `key` is then
+    /// not the current key (stepping back copies no key); it is rebuilt from the run when the
+    /// cursor steps forward out of it, which decodes the next entry against it.
+    run_key: (usize, usize),
 }
 
 impl BlockIter {
@@ -899,6 +903,7 @@ impl BlockIter {
             run_keys: Vec::new(),
             run: Vec::new(),
             run_pos: None,
+            run_key: (0, 0),
         }
     }
 
@@ -919,6 +924,7 @@ impl BlockIter {
             run_keys,
             run,
             run_pos,
+            run_key,
         } = self;
         *current = block.restarts_offset;
         *next_offset = block.restarts_offset;
@@ -931,6 +937,7 @@ impl BlockIter {
         run_keys.clear();
         run.clear();
         *run_pos = None;
+        *run_key = (0, 0);
     }
 
     fn invalidate(&mut self) {
@@ -1051,9 +1058,7 @@ impl BlockIter {
         } else {
             self.run[pos - 1].key_end
         };
-        // From nothing shared: always rebuilds.
-        self.key
-            .rebuild(0, &self.run_keys[key_start..entry.key_end]);
+        self.run_key = (key_start, entry.key_end);
         self.current = entry.offset;
         self.next_offset = entry.next_offset;
         self.value_start = entry.value_start;
@@ -1102,7 +1107,17 @@ impl InternalIterator for BlockIter {
         debug_assert!(self.valid());
         match self.run_pos {
             Some(pos) if pos + 1 < self.run.len() => self.set_run_position(pos + 1),
-            _ => {
+            Some(_) => {
+                // Out of the run: the next entry is decoded against `key`. It is a restart
+                // (sharing nothing) or the entry the run was loaded before, whose key `key`
+                // still holds; rebuilt from the run all the same, so that this does not rest
+                // on how the run was entered (once per run, and only when turning forward).
+                let (start, end) = self.run_key;
+                // From nothing shared: always rebuilds.
+                self.key.rebuild(0, &self.run_keys[start..end]);
+                self.parse_next();
+            }
+            None => {
                 self.parse_next();
             }
         }
@@ -1118,7 +1133,10 @@ impl InternalIterator for BlockIter {
 
     fn key(&self) -> &[u8] {
         debug_assert!(self.valid());
-        self.key.as_slice()
+        match self.run_pos {
+            Some(_) => &self.run_keys[self.run_key.0..self.run_key.1],
+            None => self.key.as_slice(),
+        }
     }
 
     fn value(&self) -> &[u8] {
