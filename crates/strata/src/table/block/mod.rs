@@ -67,12 +67,11 @@ struct BlockBytes {
     len: usize,
     /// True if `_owner` is a `Mapping`.
     in_mapping: bool,
-    /// The bytes the owner holds: a heap buffer's capacity, or `len` for a mapping.
-    held: usize,
     _owner: BytesOwner,
 }
 
-/// Held for what its drop frees: nothing reads it.
+/// Held for what its drop frees (a heap buffer goes to the thread's spare), and read only for
+/// the capacity it holds (`BlockBytes::held`). A mapping's file is never read through it.
 #[allow(dead_code)]
 enum BytesOwner {
     /// A `Vec`, not a `Box`: moving it does not invalidate the pointer taken from it.
@@ -99,8 +98,16 @@ impl BlockBytes {
             ptr: bytes.as_ptr(),
             len: bytes.len(),
             in_mapping: false,
-            held: bytes.capacity(),
             _owner: BytesOwner::Heap(bytes),
+        }
+    }
+
+    /// The bytes the owner holds: a heap buffer's capacity, or the block's length for a
+    /// mapping (whose pages the block cache never holds).
+    fn held(&self) -> usize {
+        match &self._owner {
+            BytesOwner::Heap(bytes) => bytes.capacity(),
+            BytesOwner::Mapping(_) => self.len,
         }
     }
 }
@@ -237,7 +244,6 @@ impl Block {
             ptr,
             len,
             in_mapping: true,
-            held: len,
             _owner: BytesOwner::Mapping(mapping),
         };
         Block::parse(data, path, file_offset).map(Some)
@@ -394,7 +400,7 @@ impl Block {
     /// The bytes the block holds, as charged to the block cache: its buffer (its contents,
     /// and the little spare capacity a recycled buffer may have) and its fences.
     pub fn charge(&self) -> usize {
-        self.data.held + self.fences.as_ref().map_or(0, |f| f.heap_bytes())
+        self.data.held() + self.fences.as_ref().map_or(0, |f| f.heap_bytes())
     }
 
     /// `part`, a slice of this block's bytes (a key or value [`find`](Self::find) handed

@@ -930,7 +930,7 @@ fn a_dropped_blocks_buffer_carries_the_next_block_it_fits() {
     assert_eq!(expanded, second_raw, "every byte is the block's own");
     let block = parse(expanded).unwrap();
     assert!(block.charge() >= block.size());
-    assert_eq!(block.charge(), block.data.held);
+    assert_eq!(block.charge(), block.data.held());
 }
 
 /// A spare buffer much larger than the block asked for is not used (the block would be
