@@ -39,6 +39,9 @@ struct Config {
     /// `--num` is divided by this (for configurations of large values with ordinary
     /// benchmarks).
     num_divisor: u64,
+    /// The only engines that can run it, if not every engine (the others are left out of it
+    /// and shown without a result).
+    only_engines: Option<&'static [&'static str]>,
 }
 
 /// The configurations whose databases are measured on disk after their process exits (so
@@ -56,6 +59,7 @@ const CONFIGS: &[Config] = &[
         extra: &[],
         baseline: &[],
         num_divisor: 1,
+        only_engines: None,
     },
     Config {
         id: "seq-reads",
@@ -74,6 +78,7 @@ const CONFIGS: &[Config] = &[
             ("readmissing", "readmissing"),
         ],
         num_divisor: 1,
+        only_engines: None,
     },
     Config {
         id: "batch",
@@ -83,6 +88,7 @@ const CONFIGS: &[Config] = &[
         extra: &[],
         baseline: &[("fillbatch", "fillseq"), ("fillrandbatch", "fillrandom")],
         num_divisor: 1,
+        only_engines: None,
     },
     Config {
         id: "sync",
@@ -93,6 +99,7 @@ const CONFIGS: &[Config] = &[
         extra: &[],
         baseline: &[("fillseqsync", "fillseq"), ("fillsync", "fillrandom")],
         num_divisor: 1,
+        only_engines: None,
     },
     Config {
         id: "nocompression",
@@ -107,6 +114,7 @@ const CONFIGS: &[Config] = &[
             ("readseq", "readseq"),
         ],
         num_divisor: 1,
+        only_engines: None,
     },
     Config {
         id: "memory-writes",
@@ -117,6 +125,7 @@ const CONFIGS: &[Config] = &[
         extra: &["--write_buffer_size=125829120", "--cache_size=8388608"],
         baseline: &[("fillseq", "fillseq"), ("fillrandom", "fillrandom")],
         num_divisor: 1,
+        only_engines: None,
     },
     Config {
         id: "memory-reads",
@@ -127,6 +136,7 @@ const CONFIGS: &[Config] = &[
         extra: &["--cache_size=125829120", "--write_buffer_size=8388608"],
         baseline: &[("readrandom", "readrandom"), ("readseq", "readseq")],
         num_divisor: 1,
+        only_engines: None,
     },
     Config {
         id: "row-cache",
@@ -143,6 +153,7 @@ const CONFIGS: &[Config] = &[
             ("readhot", "readhot"),
         ],
         num_divisor: 1,
+        only_engines: None,
     },
     Config {
         id: "disk-seq",
@@ -152,6 +163,7 @@ const CONFIGS: &[Config] = &[
         extra: &[],
         baseline: &[],
         num_divisor: 1,
+        only_engines: None,
     },
     Config {
         id: "disk-random",
@@ -161,6 +173,7 @@ const CONFIGS: &[Config] = &[
         extra: &[],
         baseline: &[],
         num_divisor: 1,
+        only_engines: None,
     },
     Config {
         id: "large",
@@ -170,6 +183,7 @@ const CONFIGS: &[Config] = &[
         extra: &[],
         baseline: &[],
         num_divisor: 1,
+        only_engines: None,
     },
     Config {
         id: "large-nocompression",
@@ -181,6 +195,7 @@ const CONFIGS: &[Config] = &[
         extra: &["--no_compression"],
         baseline: &[],
         num_divisor: 1,
+        only_engines: None,
     },
     Config {
         id: "large-reads",
@@ -192,6 +207,22 @@ const CONFIGS: &[Config] = &[
         extra: &["--no_compression", "--value_size=100000"],
         baseline: &[],
         num_divisor: 1000,
+        only_engines: None,
+    },
+    Config {
+        id: "seek-scan",
+        title: "Range queries: a seek and ten steps",
+        about: "The baseline's random writes (fillrandom, overwrite), then seekrandom with \
+                --seek_nexts=10: each seek is followed by ten steps forward, every entry read \
+                (RocksDB's seekrandom --seek_nexts). Only the engines that have a cursor \
+                db_bench can step (strata, LevelDB, RocksDB, LMDB) run it. The seeks run \
+                right after the overwrite, on the state it leaves (the baseline's seekrandom \
+                runs after its reads), so the two seekrandom rows are not to be divided.",
+        benchmarks: "fillrandom,overwrite,seekrandom",
+        extra: &["--seek_nexts=10"],
+        baseline: &[],
+        num_divisor: 1,
+        only_engines: Some(engine::SEEK_SCAN),
     },
 ];
 
@@ -207,6 +238,7 @@ const SCALE: Config = Config {
     extra: &[],
     baseline: &[],
     num_divisor: 1,
+    only_engines: None,
 };
 
 /// The results key of the scale configuration at `num` entries.
@@ -276,7 +308,7 @@ pub fn run(flags: &Flags) -> Result<(), String> {
     let mut results: Results = BTreeMap::new();
     for (config, key, num) in plan {
         for run in 0..flags.runs.max(1) {
-            for engine in &engines {
+            for engine in engines.iter().filter(|e| runs_on(config, e)) {
                 eprintln!(
                     "db_bench --compare: {key} on {engine} (run {} of {})",
                     run + 1,
@@ -321,6 +353,13 @@ fn plan(flags: &Flags) -> Result<Vec<(&'static Config, String, u64)>, String> {
         plan.extend(nums.into_iter().map(|n| (&SCALE, scale_key(n), n)));
     }
     Ok(plan)
+}
+
+/// True if `config` runs on `engine` (every configuration but those limited to some engines).
+fn runs_on(config: &Config, engine: &str) -> bool {
+    config
+        .only_engines
+        .is_none_or(|only| only.contains(&engine))
 }
 
 /// Runs one configuration at `num` entries on one engine in a child db_bench and parses its
@@ -411,5 +450,20 @@ mod tests {
         assert_eq!(scale[0], ("scale-1000000".to_owned(), 1_000_000));
         assert_eq!(scale[1], ("scale-10000000".to_owned(), 10_000_000));
         assert!(keys(&["--configs=scale", "--scale_nums=0"]).is_err());
+    }
+
+    #[test]
+    fn seek_scan_runs_only_on_engines_that_can_step_a_cursor() {
+        let config = |id: &str| CONFIGS.iter().find(|c| c.id == id).unwrap();
+        let seek_scan = config("seek-scan");
+        assert!(seek_scan.extra.contains(&"--seek_nexts=10"));
+        for e in ["strata", "leveldb", "rocksdb", "lmdb"] {
+            assert!(runs_on(seek_scan, e), "{e}");
+            assert!(runs_on(config("baseline"), e), "{e}");
+        }
+        for e in ["sqlite", "kyotocabinet", "wiredtiger-btree"] {
+            assert!(!runs_on(seek_scan, e), "{e}");
+            assert!(runs_on(config("baseline"), e), "{e}");
+        }
     }
 }

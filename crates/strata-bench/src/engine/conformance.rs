@@ -182,9 +182,19 @@ fn check_contents(name: &str, db: &dyn super::Engine, model: &BTreeMap<Vec<u8>, 
                 );
                 assert_eq!(n, want.len() as u64, "{name}: seek_scan count");
             }
-            Err(e) => assert!(e.contains("--seek_nexts"), "{name}: {e}"),
+            Err(e) => {
+                assert!(e.contains("--seek_nexts"), "{name}: {e}");
+                assert!(
+                    !super::SEEK_SCAN.contains(&name),
+                    "{name} is listed in SEEK_SCAN but has no seek_scan: {e}"
+                );
+            }
         }
     }
+    assert!(
+        super::SEEK_SCAN.contains(&name) || db.seek_scan(b"", 0, &mut |_, _| {}).is_err(),
+        "{name} has seek_scan but is not listed in SEEK_SCAN"
+    );
 }
 
 #[test]

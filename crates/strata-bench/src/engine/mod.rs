@@ -124,7 +124,10 @@ pub trait Engine: Send + Sync {
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> EngineResult<u64> {
         let _ = (key, nexts, visit);
-        Err("--seek_nexts is not supported by this engine (strata, leveldb, rocksdb and lmdb have it)".into())
+        Err(format!(
+            "--seek_nexts is not supported by this engine (these have it: {})",
+            SEEK_SCAN.join(", ")
+        ))
     }
     /// Compacts the whole database; engines without such an operation return at once.
     fn compact(&self) -> EngineResult<()>;
@@ -149,6 +152,10 @@ pub const ALL: &[&str] = &[
     "fjall",
     "redb",
 ];
+
+/// The engines that implement [`Engine::seek_scan`] (db_bench's `--seek_nexts`); the
+/// conformance test checks this list against every engine of the build.
+pub const SEEK_SCAN: &[&str] = &["strata", "strata-blobs", "leveldb", "rocksdb", "lmdb"];
 
 /// The cargo feature that builds engine `name`.
 pub fn feature_of(name: &str) -> &str {
