@@ -307,6 +307,18 @@ pub fn run(flags: &Flags) -> Result<(), String> {
     let scratch = tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?;
     let mut results: Results = BTreeMap::new();
     for (config, key, num) in plan {
+        let skipped: Vec<&str> = engines
+            .iter()
+            .map(String::as_str)
+            .filter(|e| !runs_on(config, e))
+            .collect();
+        if !skipped.is_empty() {
+            eprintln!(
+                "db_bench --compare: {key} leaves out {} (it runs only on {})",
+                skipped.join(", "),
+                config.only_engines.unwrap_or_default().join(", ")
+            );
+        }
         for run in 0..flags.runs.max(1) {
             for engine in engines.iter().filter(|e| runs_on(config, e)) {
                 eprintln!(
