@@ -4,9 +4,12 @@
 //!
 //! Forward, the current entry is the smallest among the children's current entries; backward,
 //! the largest. Every child is positioned at or after (forward) / before (backward) the current
-//! key, so changing direction repositions every other child around it first. The number of
-//! children is small (two memtables, the level-0 tables, one per deeper level), so the smallest
-//! and largest are found by a linear scan.
+//! key, so changing direction repositions every other child around it first. The children
+//! are kept in a binary heap ordered in the merge's direction (its root is the current
+//! child), so that a step whose child falls behind another costs about `log2(children)`
+//! comparisons of remembered keys rather than a visit to every child: a compaction of many
+//! overlapping level-0 tables, or a scan right after heavy writes, changes child at almost
+//! every step.
 //!
 //! A seek puts off positioning the children that can tell, cheaply, that they hold nothing
 //! between the target and where the other children landed (a memtable whose key filter rules
@@ -17,12 +20,13 @@
 //! Errors: if any child reports an error, the merge becomes invalid and reports it: a merged
 //! view that silently skipped a damaged source would return wrong answers.
 //!
-//! Unsafe (docs/unsafe.md): the merge remembers where the current child's key and value and
-//! the runner-up's key lie, as raw slices, so that a scan step is one call into the child
-//! that moves (`InternalIterator::next_entry`) and one comparison, and `key`/`value` read a
-//! field. Safety model: a child's slices stay valid until it moves (the cursor contract, rule
-//! 4); children are boxed and owned by the merge; only the merge's `&mut self` methods move
-//! them, and each refreshes the slices of the children it moved before it returns.
+//! Unsafe (docs/unsafe.md): the merge remembers where each child's key lies, and the current
+//! child's value, as raw slices, so that a scan step is one call into the child that moves
+//! (`InternalIterator::next_entry`) and one comparison, heap repairs compare remembered keys
+//! without calling into children, and `key`/`value` read a field. Safety model: a child's
+//! slices stay valid until it moves (the cursor contract, rule 4); children are boxed and
+//! owned by the merge; only the merge's `&mut self` methods move them, and each refreshes the
+//! slices of the children it moved before it returns.
 
 use std::cmp::Ordering;
 
@@ -41,12 +45,22 @@ enum Direction {
 pub(crate) struct MergingIter<C: Comparator> {
     comparator: C,
     children: Vec<BoxedIter>,
-    /// The child holding the current entry. Invariant: when `Some(i)`, `children[i]` is valid.
+    /// The child holding the current entry. Invariant: when `Some(i)`, `children[i]` is valid
+    /// and `i == heap[0]`.
     current: Option<usize>,
+    /// The valid children not put off, as a binary heap in `direction`'s order: each child's
+    /// remembered key comes before (forward: is smaller than) its two heap children's, ties
+    /// going to the lower child index. Invariant: outside a method that moves children, the
+    /// heap holds exactly the valid children not put off, and is empty when `current` is
+    /// `None`.
+    heap: Vec<usize>,
+    /// `keys[i]` is `children[i].key()` as that child returned it after its last move.
+    /// Invariant: valid for every child in `heap` (it has not moved since).
+    keys: Vec<Slice>,
     /// The child whose entry comes right after the current one in `direction` among the other
-    /// children, as the last full pick found it (`None`: no other child is valid). The other
-    /// children do not move while the merge steps on in one direction, so it stays right
-    /// until the current child moves past it: a step then compares one key, not every child's.
+    /// children: the better of the heap root's two children (`None`: no other child is
+    /// valid). The other children do not move while the merge steps on in one direction, so
+    /// it stays right until the current child moves past it: a step then compares one key.
     runner_up: Option<usize>,
     direction: Direction,
     /// Children whose seek was put off (bit `i` for `children[i]`; only the first 64 can be):
@@ -60,9 +74,7 @@ pub(crate) struct MergingIter<C: Comparator> {
     /// `children[i].value()`, which stay valid until that child moves (the cursor contract,
     /// rule 4); every method that moves a child refreshes them before it returns.
     current_entry: CurrentEntry,
-    /// The runner-up's key. Invariant: when `runner_up` is `Some(i)`, this points at
-    /// `children[i].key()` as `pick` found it; the runner-up does not move until the next
-    /// pick (only the current child steps between picks).
+    /// The runner-up's key, `keys[runner_up]` (read on every step, so kept at hand).
     runner_up_key: Slice,
 }
 
@@ -111,6 +123,8 @@ impl<C: Comparator> MergingIter<C> {
     /// Drops every child (and the files they read); the iterator is then empty.
     pub(crate) fn clear(&mut self) {
         self.children.clear();
+        self.keys.clear();
+        self.heap.clear();
         self.current = None;
         self.runner_up = None;
         self.deferred = 0;
@@ -119,6 +133,8 @@ impl<C: Comparator> MergingIter<C> {
     pub(crate) fn new(comparator: C, children: Vec<BoxedIter>) -> Self {
         MergingIter {
             comparator,
+            keys: vec![Slice::EMPTY; children.len()],
+            heap: Vec::with_capacity(children.len()),
             children,
             current: None,
             runner_up: None,
@@ -132,11 +148,11 @@ impl<C: Comparator> MergingIter<C> {
         }
     }
 
-    /// Finds the child whose key comes first in the order `wanted` asks (`Less`: the
-    /// smallest), and the runner-up, by asking every child.
+    /// Builds the heap again from every child (valid and not put off), in the order `wanted`
+    /// asks (`Less`: the smallest first), and takes the current child and the runner-up from
+    /// it.
     fn pick(&mut self, wanted: Ordering) {
-        let mut best: Option<(usize, &[u8])> = None;
-        let mut second: Option<(usize, &[u8])> = None;
+        self.heap.clear();
         let mut damaged = false;
         for (i, child) in self.children.iter().enumerate() {
             if is_deferred(self.deferred, i) {
@@ -147,35 +163,79 @@ impl<C: Comparator> MergingIter<C> {
                 damaged |= child.status().is_err();
                 continue;
             }
-            let key = child.key();
-            match best {
-                Some((_, best_key)) if self.comparator.compare(key, best_key) != wanted => {
-                    match second {
-                        Some((_, second_key))
-                            if self.comparator.compare(key, second_key) != wanted => {}
-                        _ => second = Some((i, key)),
-                    }
-                }
-                _ => {
-                    second = best;
-                    best = Some((i, key));
-                }
-            }
+            self.keys[i] = child.key().into();
+            self.heap.push(i);
         }
-        // A damaged child stops the merge.
-        self.current = if damaged { None } else { best.map(|(i, _)| i) };
-        self.runner_up = second.map(|(i, _)| i);
-        if let Some((_, key)) = second {
-            self.runner_up_key = key.into();
+        if damaged {
+            // A damaged child stops the merge.
+            self.heap.clear();
+        }
+        for pos in (0..self.heap.len() / 2).rev() {
+            self.sift_down(pos, wanted);
+        }
+        self.settle(wanted);
+    }
+
+    /// Takes the current child and the runner-up from the heap (its root, and the better of
+    /// the root's two children).
+    fn settle(&mut self, wanted: Ordering) {
+        self.current = self.heap.first().copied();
+        self.runner_up = match self.heap.get(1..3) {
+            Some(&[a, b]) => Some(if self.comes_before(b, a, wanted) { b } else { a }),
+            _ => self.heap.get(1).copied(),
+        };
+        if let Some(r) = self.runner_up {
+            self.runner_up_key = self.keys[r];
         }
         self.remember_current();
     }
 
-    /// Steps the current child `cur` on in the merge's direction (`wanted`: `Less` forward):
-    /// it stays current if its new key still comes before the runner-up's; otherwise every
-    /// child is asked again.
+    /// True if child `a`'s remembered key comes before child `b`'s in the order `wanted` asks;
+    /// on equal keys (which distinct sources never hold, internal keys carry seqnos), the lower
+    /// child index comes first.
+    #[inline]
+    fn comes_before(&self, a: usize, b: usize, wanted: Ordering) -> bool {
+        // SAFETY: callers pass children in the heap, whose `keys` entries point at keys those
+        // children returned and still hold: none of them has moved since (the field's
+        // invariant; a method that moves a child refreshes its entry before it compares).
+        #[allow(unsafe_code)]
+        let (key_a, key_b) = unsafe { (&*self.keys[a].0, &*self.keys[b].0) };
+        match self.comparator.compare(key_a, key_b) {
+            Ordering::Equal => a < b,
+            order => order == wanted,
+        }
+    }
+
+    /// Moves the child at heap position `pos` down until neither of its heap children comes
+    /// before it.
+    fn sift_down(&mut self, mut pos: usize, wanted: Ordering) {
+        let len = self.heap.len();
+        loop {
+            let left = 2 * pos + 1;
+            if left >= len {
+                return;
+            }
+            let right = left + 1;
+            let better = if right < len && self.comes_before(self.heap[right], self.heap[left], wanted)
+            {
+                right
+            } else {
+                left
+            };
+            if !self.comes_before(self.heap[better], self.heap[pos], wanted) {
+                return;
+            }
+            self.heap.swap(pos, better);
+            pos = better;
+        }
+    }
+
+    /// Steps the current child `cur` (the heap's root) on in the merge's direction (`wanted`:
+    /// `Less` forward): it stays current if its new key still comes before the runner-up's;
+    /// otherwise it sinks in the heap (or leaves it, when it has no more entries).
     #[inline]
     fn step(&mut self, cur: usize, wanted: Ordering) {
+        debug_assert_eq!(self.heap.first(), Some(&cur), "the current child is the heap's root");
         let child = &mut self.children[cur];
         let entry = if wanted == Ordering::Less {
             child.next_entry()
@@ -184,13 +244,14 @@ impl<C: Comparator> MergingIter<C> {
         };
         if let Some((key, value)) = entry {
             let stays = self.runner_up.is_none() || {
-                // SAFETY: `runner_up` is `Some`, so `runner_up_key` is that child's key as
-                // `pick` found it, and the child has not moved since: between two picks only
-                // the current child moves (the field's invariant).
+                // SAFETY: `runner_up` is `Some`, so `runner_up_key` is that child's key as it
+                // returned it, and the child has not moved since: only the current child
+                // moves between two settles (the field's invariant).
                 #[allow(unsafe_code)]
                 let runner_up_key = unsafe { &*self.runner_up_key.0 };
                 self.comparator.compare(key, runner_up_key) == wanted
             };
+            self.keys[cur] = key.into();
             if stays {
                 self.current_entry = CurrentEntry {
                     key: key.into(),
@@ -198,8 +259,15 @@ impl<C: Comparator> MergingIter<C> {
                 };
                 return;
             }
+            self.sift_down(0, wanted);
+        } else if self.children[cur].status().is_err() {
+            // A damaged child stops the merge.
+            self.heap.clear();
+        } else {
+            self.heap.swap_remove(0);
+            self.sift_down(0, wanted);
         }
-        self.pick(wanted);
+        self.settle(wanted);
     }
 
     /// Positions every child whose seek was put off at the current key (where the seek would
@@ -471,6 +539,36 @@ mod tests {
             .map(|i| format!("k{i:05}").into_bytes())
             .collect();
         check_against_model(&mut it, &model, &BytewiseComparator, &probes);
+    }
+
+    /// Many children, each key sent to a pseudo-random one: the heap is several levels deep
+    /// and the current child changes at almost every step, both ways.
+    #[test]
+    fn merge_of_many_sources_meets_the_contract() {
+        for count in [2usize, 3, 7, 16, 37] {
+            let mut sources: Vec<Entries> = vec![Vec::new(); count];
+            let mut model = Vec::new();
+            let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ count as u64;
+            for i in 0..1500u32 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let k = format!("k{i:05}").into_bytes();
+                let v = format!("v{i}").into_bytes();
+                sources[(state % count as u64) as usize].push((k.clone(), v.clone()));
+                model.push((k, v));
+            }
+            let children: Vec<BoxedIter> = sources
+                .into_iter()
+                .map(|s| Box::new(VecIter::new(s)) as BoxedIter)
+                .collect();
+            let mut it = MergingIter::new(BytewiseComparator, children);
+            let probes: Vec<Vec<u8>> = (0..3010)
+                .step_by(11)
+                .map(|i| format!("k{i:05}").into_bytes())
+                .collect();
+            check_against_model(&mut it, &model, &BytewiseComparator, &probes);
+        }
     }
 
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
