@@ -76,6 +76,8 @@ pub(crate) struct MergingIter<C: Comparator> {
     current_entry: CurrentEntry,
     /// The runner-up's key, `keys[runner_up]` (read on every step, so kept at hand).
     runner_up_key: Slice,
+    /// Where the runner-up is in `heap` (1 or 2) when `runner_up` is `Some`.
+    runner_up_pos: usize,
 }
 
 /// The address of a slice a child returned, kept until that child moves (each field that
@@ -108,14 +110,14 @@ struct CurrentEntry {
 }
 
 impl<C: Comparator> MergingIter<C> {
-    /// Records where the current child's entry lies (invariant of `current_entry`).
+    /// Records where the current child's entry lies (invariant of `current_entry`); its key
+    /// is the one `keys` remembers.
     #[inline]
     fn remember_current(&mut self) {
         if let Some(cur) = self.current {
-            let child = &self.children[cur];
             self.current_entry = CurrentEntry {
-                key: child.key().into(),
-                value: child.value().into(),
+                key: self.keys[cur],
+                value: self.children[cur].value().into(),
             };
         }
     }
@@ -145,6 +147,7 @@ impl<C: Comparator> MergingIter<C> {
                 value: Slice::EMPTY,
             },
             runner_up_key: Slice::EMPTY,
+            runner_up_pos: 0,
         }
     }
 
@@ -180,10 +183,11 @@ impl<C: Comparator> MergingIter<C> {
     /// the root's two children).
     fn settle(&mut self, wanted: Ordering) {
         self.current = self.heap.first().copied();
-        self.runner_up = match self.heap.get(1..3) {
-            Some(&[a, b]) => Some(if self.comes_before(b, a, wanted) { b } else { a }),
-            _ => self.heap.get(1).copied(),
+        self.runner_up_pos = match self.heap.get(1..3) {
+            Some(&[a, b]) if self.comes_before(b, a, wanted) => 2,
+            _ => 1,
         };
+        self.runner_up = self.heap.get(self.runner_up_pos).copied();
         if let Some(r) = self.runner_up {
             self.runner_up_key = self.keys[r];
         }
@@ -251,15 +255,24 @@ impl<C: Comparator> MergingIter<C> {
                 let runner_up_key = unsafe { &*self.runner_up_key.0 };
                 self.comparator.compare(key, runner_up_key) == wanted
             };
-            self.keys[cur] = key.into();
-            if stays {
-                self.current_entry = CurrentEntry {
-                    key: key.into(),
-                    value: value.into(),
-                };
+            let entry = CurrentEntry {
+                key: key.into(),
+                value: value.into(),
+            };
+            self.keys[cur] = entry.key;
+            // The runner-up is the better of the root's two heap children, so when it comes
+            // first it takes the root's place and the child sinks on from there; on equal
+            // keys the lower child index comes first, which may leave the child current.
+            let runner_up_first = !stays && {
+                let pos = self.runner_up_pos;
+                self.comes_before(self.heap[pos], cur, wanted)
+            };
+            if !runner_up_first {
+                self.current_entry = entry;
                 return;
             }
-            self.sift_down(0, wanted);
+            self.heap.swap(0, self.runner_up_pos);
+            self.sift_down(self.runner_up_pos, wanted);
         } else if self.children[cur].status().is_err() {
             // A damaged child stops the merge.
             self.heap.clear();
