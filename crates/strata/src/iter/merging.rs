@@ -502,24 +502,35 @@ mod tests {
         (out, model)
     }
 
+    /// A merge of one cursor per source.
+    fn merge_of(sources: Vec<Entries>) -> MergingIter<BytewiseComparator> {
+        let children: Vec<BoxedIter> = sources
+            .into_iter()
+            .map(|s| Box::new(VecIter::new(s)) as BoxedIter)
+            .collect();
+        MergingIter::new(BytewiseComparator, children)
+    }
+
+    /// Keys `k00000`, `k{step}`, ... below `k{end}`: seek targets, present in a model of `k…`
+    /// keys or not.
+    fn probes(end: usize, step: usize) -> Vec<Vec<u8>> {
+        (0..end)
+            .step_by(step)
+            .map(|i| format!("k{i:05}").into_bytes())
+            .collect()
+    }
+
     /// Seek targets for [`interleaved`]'s model: every third key from before the first to past
     /// the last, present or not.
     fn interleaved_probes() -> Vec<Vec<u8>> {
-        (0..810)
-            .step_by(3)
-            .map(|i| format!("k{i:05}").into_bytes())
-            .collect()
+        probes(810, 3)
     }
 
     #[test]
     fn merge_of_interleaved_sources_meets_the_contract() {
         // Uneven spread, with one source left empty.
         let (sources, model) = interleaved(4, 3);
-        let children: Vec<BoxedIter> = sources
-            .into_iter()
-            .map(|s| Box::new(VecIter::new(s)) as BoxedIter)
-            .collect();
-        let mut it = MergingIter::new(BytewiseComparator, children);
+        let mut it = merge_of(sources);
         check_against_model(&mut it, &model, &BytewiseComparator, &interleaved_probes());
     }
 
@@ -542,16 +553,8 @@ mod tests {
             }
             run = run % 12 + 1;
         }
-        let children: Vec<BoxedIter> = sources
-            .into_iter()
-            .map(|s| Box::new(VecIter::new(s)) as BoxedIter)
-            .collect();
-        let mut it = MergingIter::new(BytewiseComparator, children);
-        let probes: Vec<Vec<u8>> = (0..1210)
-            .step_by(7)
-            .map(|i| format!("k{i:05}").into_bytes())
-            .collect();
-        check_against_model(&mut it, &model, &BytewiseComparator, &probes);
+        let mut it = merge_of(sources);
+        check_against_model(&mut it, &model, &BytewiseComparator, &probes(1210, 7));
     }
 
     /// Many children, each key sent to a pseudo-random one: the heap is several levels deep
@@ -571,16 +574,8 @@ mod tests {
                 sources[(state % count as u64) as usize].push((k.clone(), v.clone()));
                 model.push((k, v));
             }
-            let children: Vec<BoxedIter> = sources
-                .into_iter()
-                .map(|s| Box::new(VecIter::new(s)) as BoxedIter)
-                .collect();
-            let mut it = MergingIter::new(BytewiseComparator, children);
-            let probes: Vec<Vec<u8>> = (0..3010)
-                .step_by(11)
-                .map(|i| format!("k{i:05}").into_bytes())
-                .collect();
-            check_against_model(&mut it, &model, &BytewiseComparator, &probes);
+            let mut it = merge_of(sources);
+            check_against_model(&mut it, &model, &BytewiseComparator, &probes(3010, 11));
         }
     }
 
