@@ -57,11 +57,6 @@ pub(crate) struct MergingIter<C: Comparator> {
     /// `keys[i]` is `children[i].key()` as that child returned it after its last move.
     /// Invariant: valid for every child in `heap` (it has not moved since).
     keys: Vec<Slice>,
-    /// The child whose entry comes right after the current one in `direction` among the other
-    /// children: the better of the heap root's two children (`None`: no other child is
-    /// valid). The other children do not move while the merge steps on in one direction, so
-    /// it stays right until the current child moves past it: a step then compares one key.
-    runner_up: Option<usize>,
     direction: Direction,
     /// Children whose seek was put off (bit `i` for `children[i]`; only the first 64 can be):
     /// each has no entry from the last seek's target up to the current key, so it is not
@@ -74,10 +69,14 @@ pub(crate) struct MergingIter<C: Comparator> {
     /// `children[i].value()`, which stay valid until that child moves (the cursor contract,
     /// rule 4); every method that moves a child refreshes them before it returns.
     current_entry: CurrentEntry,
-    /// The runner-up's key, `keys[runner_up]` (read on every step, so kept at hand).
-    runner_up_key: Slice,
-    /// Where the runner-up is in `heap` (1 or 2) when `runner_up` is `Some`.
+    /// Where the runner-up is in `heap` (1 or 2), when the heap holds more than the current
+    /// child: the child whose entry comes right after the current one in `direction` among
+    /// the others, the better of the root's two heap children. The other children do not move
+    /// while the merge steps on in one direction, so it stays right until the current child
+    /// moves past it: a step then compares one key.
     runner_up_pos: usize,
+    /// The runner-up's key, `keys[heap[runner_up_pos]]` (read on every step, so kept at hand).
+    runner_up_key: Slice,
 }
 
 /// The address of a slice a child returned, kept until that child moves (each field that
@@ -128,7 +127,6 @@ impl<C: Comparator> MergingIter<C> {
         self.keys.clear();
         self.heap.clear();
         self.current = None;
-        self.runner_up = None;
         self.deferred = 0;
     }
 
@@ -139,7 +137,6 @@ impl<C: Comparator> MergingIter<C> {
             heap: Vec::with_capacity(children.len()),
             children,
             current: None,
-            runner_up: None,
             direction: Direction::Forward,
             deferred: 0,
             current_entry: CurrentEntry {
@@ -187,8 +184,7 @@ impl<C: Comparator> MergingIter<C> {
             Some(&[a, b]) if self.comes_before(b, a, wanted) => 2,
             _ => 1,
         };
-        self.runner_up = self.heap.get(self.runner_up_pos).copied();
-        if let Some(r) = self.runner_up {
+        if let Some(&r) = self.heap.get(self.runner_up_pos) {
             self.runner_up_key = self.keys[r];
         }
         self.remember_current();
@@ -247,10 +243,10 @@ impl<C: Comparator> MergingIter<C> {
             child.prev_entry()
         };
         if let Some((key, value)) = entry {
-            let stays = self.runner_up.is_none() || {
-                // SAFETY: `runner_up` is `Some`, so `runner_up_key` is that child's key as it
-                // returned it, and the child has not moved since: only the current child
-                // moves between two settles (the field's invariant).
+            let stays = self.heap.len() < 2 || {
+                // SAFETY: another child is in the heap, so `runner_up_key` is the runner-up's
+                // key as it returned it, and that child has not moved since: only the current
+                // child moves between two settles (the field's invariant).
                 #[allow(unsafe_code)]
                 let runner_up_key = unsafe { &*self.runner_up_key.0 };
                 self.comparator.compare(key, runner_up_key) == wanted
