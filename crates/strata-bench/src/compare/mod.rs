@@ -215,7 +215,7 @@ const CONFIGS: &[Config] = &[
         about: "The baseline's random writes (fillrandom, overwrite), then seekrandom with \
                 --seek_nexts=10: each seek is followed by ten steps forward, every entry read \
                 (RocksDB's seekrandom --seek_nexts). Only the engines that have a cursor \
-                db_bench can step (strata, LevelDB, RocksDB, LMDB) run it. The seeks run \
+                db_bench can step (strata, strata-blobs, LevelDB, RocksDB, LMDB) run it. The seeks run \
                 right after the overwrite, on the state it leaves (the baseline's seekrandom \
                 runs after its reads), so the two seekrandom rows are not to be divided.",
         benchmarks: "fillrandom,overwrite,seekrandom",
