@@ -46,6 +46,20 @@ pub(crate) trait SecondLevel {
         Ok(())
     }
 
+    /// Makes `slot` the cursor `id` names, as [`open_into`](Self::open_into) does, and seeks
+    /// it to `target`. A second level may do both at once, reading only what the seek needs
+    /// (a data block decoded as far as the entry found). The default opens, then seeks.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    fn seek_into(&self, id: Self::Id, target: &[u8], slot: &mut Option<Self::Iter>) -> Result<()> {
+        self.open_into(id, slot)?;
+        if let Some(cursor) = slot {
+            cursor.seek(target);
+        }
+        Ok(())
+    }
+
     /// [`InternalIterator::may_pass_seeks`] for the whole two-level cursor. Default: false.
     fn may_pass_seeks(&self) -> bool {
         false
@@ -107,6 +121,29 @@ impl<S: SecondLevel> TwoLevelIter<S> {
             return;
         }
         match self.second.open_into(id, &mut self.data) {
+            Ok(()) => self.data_id = Some(id),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// [`load`](Self::load), then seeks the loaded cursor to `target`: through
+    /// [`SecondLevel::seek_into`] when the entry names another cursor than the open one.
+    fn load_and_seek(&mut self, target: &[u8]) {
+        if self.error.is_some() || !self.index.valid() {
+            self.close();
+            return;
+        }
+        let id = match self.second.id(&self.index) {
+            Ok(id) => id,
+            Err(e) => return self.fail(e),
+        };
+        if self.data_id == Some(id) {
+            if let Some(d) = self.data.as_mut() {
+                d.seek(target);
+            }
+            return;
+        }
+        match self.second.seek_into(id, target, &mut self.data) {
             Ok(()) => self.data_id = Some(id),
             Err(e) => self.fail(e),
         }
@@ -210,10 +247,7 @@ impl<S: SecondLevel> InternalIterator for TwoLevelIter<S> {
 
     fn seek(&mut self, target: &[u8]) {
         self.index.seek(target);
-        self.load();
-        if let Some(d) = self.data.as_mut() {
-            d.seek(target);
-        }
+        self.load_and_seek(target);
         self.skip_empty_forward();
     }
 

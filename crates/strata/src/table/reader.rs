@@ -64,6 +64,14 @@ enum Door {
     Declined,
 }
 
+/// What [`Table::streamable`] found a data block to be.
+enum Streamable<'t> {
+    /// Stored compressed in the mapping, and not to be cached: its stored bytes.
+    Stream(&'t [u8]),
+    /// To be read whole: what the door keeper said, and true if its checksum was verified.
+    Whole(Door, bool),
+}
+
 /// The largest buffer a thread keeps for decompressing blocks part way (larger ones, for
 /// blocks far over the default size, are freed after use).
 const MAX_KEPT_DECODE_BUFFER: usize = 256 << 10;
@@ -372,28 +380,17 @@ impl Table {
     where
         F: FnOnce(Option<&Arc<Block>>, &[u8], &[u8]) -> R,
     {
-        let Some(stored) = mapped_block(&*self.file, &self.path, self.data_end, handle)? else {
-            return Ok(Err((found, Door::NotAsked, false)));
+        let stored = match self.streamable(handle, options)? {
+            Streamable::Stream(stored) => stored,
+            Streamable::Whole(door, checked) => return Ok(Err((found, door, checked))),
         };
         let size = stored.len() - BLOCK_TRAILER_SIZE;
-        if stored[size] != Compression::Snappy as u8 {
-            return Ok(Err((found, Door::NotAsked, false)));
-        }
-        // Checked before the door keeper is asked, so that a damaged block is neither counted
-        // nor admitted; the whole read that may follow need not check it again.
         let corrupt = |reason| Error::corruption(&*self.path, handle.offset, reason);
-        if options.verify_checksums {
-            verify_stored_block(stored).map_err(corrupt)?;
-        }
-        let mut door = Door::NotAsked;
-        if options.fill_cache {
-            if let Some(cache) = &self.cache {
-                if cache.admit(self.cache_id, handle.offset) {
-                    return Ok(Err((found, Door::Admitted, true)));
-                }
-                door = Door::Declined;
-            }
-        }
+        let door = if options.fill_cache && self.cache.is_some() {
+            Door::Declined
+        } else {
+            Door::NotAsked
+        };
         let mut reader =
             SnappyReader::new(&stored[..size], DECODE_BUFFER.take()).map_err(corrupt)?;
         let mut slot = Some(found);
@@ -413,6 +410,35 @@ impl Table {
                 true,
             ))),
         }
+    }
+
+    /// Whether the data block at `handle`, not in memory, can be decompressed part way: its
+    /// stored bytes ([`Streamable::Stream`]) if it is stored compressed with Snappy in the
+    /// mapping and the cache will not keep it (the door keeper declines it, or the read does
+    /// not fill the cache), checked if `options` asks; else what the door keeper said, and
+    /// whether the checksum has been verified since (the door keeper is asked only of a
+    /// checked block, so that a damaged block is neither counted nor admitted, and the whole
+    /// read that follows need not check it again).
+    fn streamable(&self, handle: BlockHandle, options: &BlockReadOptions) -> Result<Streamable<'_>> {
+        let Some(stored) = mapped_block(&*self.file, &self.path, self.data_end, handle)? else {
+            return Ok(Streamable::Whole(Door::NotAsked, false));
+        };
+        let size = stored.len() - BLOCK_TRAILER_SIZE;
+        if stored[size] != Compression::Snappy as u8 {
+            return Ok(Streamable::Whole(Door::NotAsked, false));
+        }
+        if options.verify_checksums {
+            verify_stored_block(stored)
+                .map_err(|reason| Error::corruption(&*self.path, handle.offset, reason))?;
+        }
+        if options.fill_cache {
+            if let Some(cache) = &self.cache {
+                if cache.admit(self.cache_id, handle.offset) {
+                    return Ok(Streamable::Whole(Door::Admitted, true));
+                }
+            }
+        }
+        Ok(Streamable::Stream(stored))
     }
 
     /// The block at `handle` read from the file (with `pread`, or out of the mapping).
@@ -890,11 +916,63 @@ impl SecondLevel for DataBlocks {
     #[inline]
     fn open_into(&self, handle: BlockHandle, slot: &mut Option<BlockIter>) -> Result<()> {
         let block = self.table.data_block(handle, &self.options)?;
+        self.aim(block, slot);
+        Ok(())
+    }
+
+    /// A block not in memory, stored compressed in the mapping and not to be cached, is
+    /// decompressed only as far as the entry the seek finds ([`BlockIter::seek_while_decoding`]);
+    /// any other is read as [`open_into`](Self::open_into) reads it.
+    fn seek_into(&self, handle: BlockHandle, target: &[u8], slot: &mut Option<BlockIter>) -> Result<()> {
+        let table = &*self.table;
+        let block = match table.resident_block(handle, &self.options)? {
+            Some(block) => block,
+            None => match table.streamable(handle, &self.options)? {
+                Streamable::Stream(stored) if crate::table::block::seeks_stay() => {
+                    return BlockIter::seek_while_decoding(
+                        slot,
+                        &table.icmp_dyn,
+                        &table.icmp,
+                        target,
+                        stored,
+                        &table.file,
+                        &table.path,
+                        handle.offset,
+                    );
+                }
+                Streamable::Stream(stored) => {
+                    // Checked, and declined by the door keeper: decompressed whole, not cached.
+                    let data = expand_stored_block(stored, false)
+                        .map_err(|reason| Error::corruption(&*table.path, handle.offset, reason))?;
+                    let block = Arc::new(Block::new(data, table.path.clone(), handle.offset)?);
+                    self.aim(block, slot);
+                    if let Some(cursor) = slot {
+                        cursor.seek(target);
+                        cursor.watch_seek();
+                    }
+                    return Ok(());
+                }
+                Streamable::Whole(door, checked) => {
+                    table.read_whole(handle, &self.options, door, checked)?
+                }
+            },
+        };
+        self.aim(block, slot);
+        if let Some(cursor) = slot {
+            cursor.seek(target);
+        }
+        Ok(())
+    }
+}
+
+impl DataBlocks {
+    /// The cursor in `slot` (reused, or made) pointed at `block`.
+    #[inline]
+    fn aim(&self, block: Arc<Block>, slot: &mut Option<BlockIter>) {
         match slot {
             Some(cursor) => cursor.retarget(block),
             None => *slot = Some(block.iter(self.table.icmp_dyn.clone())),
         }
-        Ok(())
     }
 }
 

@@ -51,6 +51,15 @@ pub(crate) fn checked_length(block: &[u8]) -> Result<(usize, usize), &'static st
 /// can move 8 or 16 bytes at once and let the excess fall where later elements overwrite it.
 const SLOP: usize = 16;
 
+/// Where a suspended decode stands ([`SnappyReader::suspend`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SnappyProgress {
+    header: usize,
+    pos: usize,
+    decoded: usize,
+    total: usize,
+}
+
 /// A Snappy block being decoded into a buffer the caller lends (and takes back whole,
 /// [`finish`](Self::finish), or as it stands, [`into_buffer`](Self::into_buffer)).
 ///
@@ -58,7 +67,9 @@ const SLOP: usize = 16;
 /// bytes, `decoded <= total`; the bytes after them are scratch. `pos <= input.len()` is the
 /// next element's tag.
 pub(crate) struct SnappyReader<'a> {
+    /// The block's elements: what follows its length header of `header` bytes.
     input: &'a [u8],
+    header: usize,
     pos: usize,
     out: Vec<u8>,
     decoded: usize,
@@ -69,18 +80,66 @@ impl<'a> SnappyReader<'a> {
     /// Starts decoding `block` (a raw Snappy block: the length varint, then the elements) into
     /// `buffer`, whose contents are scratch: it is zeroed only where it grows, so a buffer
     /// lent again and again costs nothing to prepare.
-    pub(crate) fn new(block: &'a [u8], mut buffer: Vec<u8>) -> Result<Self, &'static str> {
+    pub(crate) fn new(block: &'a [u8], buffer: Vec<u8>) -> Result<Self, &'static str> {
+        Self::new_in(block, |_| buffer)
+    }
+
+    /// [`new`](Self::new) with the buffer `buffer(len)` returns, `len` the bytes the decode
+    /// needs (the block's decoded length and the slop past it), asked once the header is
+    /// read: a buffer of about that size can be picked (`block_buffer`).
+    pub(crate) fn new_in(
+        block: &'a [u8],
+        buffer: impl FnOnce(usize) -> Vec<u8>,
+    ) -> Result<Self, &'static str> {
         let (total, header) = checked_length(block)?;
+        let mut buffer = buffer(total + SLOP);
         if buffer.len() < total + SLOP {
             buffer.resize(total + SLOP, 0);
         }
         Ok(SnappyReader {
             input: &block[header..],
+            header,
             pos: 0,
             out: buffer,
             decoded: 0,
             total,
         })
+    }
+
+    /// Stops decoding for now: where the decode stands, and the buffer holding the bytes
+    /// decoded so far (its length still the decoded length and the slop), to be handed back
+    /// to [`resume`](Self::resume) with the same block.
+    pub(crate) fn suspend(self) -> (SnappyProgress, Vec<u8>) {
+        let progress = SnappyProgress {
+            header: self.header,
+            pos: self.pos,
+            decoded: self.decoded,
+            total: self.total,
+        };
+        (progress, self.out)
+    }
+
+    /// Goes on with a decode [`suspend`](Self::suspend) stopped. `block` must be the block
+    /// that decode read, and `buffer` the one it returned, or a copy holding at least its
+    /// first `progress.decoded` bytes.
+    pub(crate) fn resume(block: &'a [u8], progress: SnappyProgress, mut buffer: Vec<u8>) -> Self {
+        let SnappyProgress {
+            header,
+            pos,
+            decoded,
+            total,
+        } = progress;
+        if buffer.len() < total + SLOP {
+            buffer.resize(total + SLOP, 0);
+        }
+        SnappyReader {
+            input: &block[header..],
+            header,
+            pos,
+            out: buffer,
+            decoded,
+            total,
+        }
     }
 
     /// The bytes decoded so far.
@@ -101,7 +160,6 @@ impl<'a> SnappyReader<'a> {
     }
 
     /// Decodes the rest of the block and returns it (the buffer, cut to the block).
-    #[cfg(test)]
     pub(crate) fn finish(mut self) -> Result<Vec<u8>, &'static str> {
         self.fill_to(self.total)?;
         self.out.truncate(self.total);

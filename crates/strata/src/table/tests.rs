@@ -753,3 +753,50 @@ fn lookups_that_decode_part_way_report_damaged_blocks() {
         assert_eq!((cache.deferred_count(), cache.insert_count()), (0, 0));
     }
 }
+
+/// A thread whose cursors are dropped where their seeks leave them gets seeks that decode a
+/// block only as far as their entry; one whose cursors go on from their seeks gets seeks that
+/// read the block whole; each follows a change of habit within a few seeks, and reads the
+/// same entries either way (a mapped table with no cache, so that every seek reads its
+/// block from the file).
+#[test]
+fn seeks_follow_what_the_threads_cursors_do_after_them() {
+    use crate::env::PosixEnv;
+    use crate::table::block::seeks_stay;
+    let entries = model(2000);
+    let dir = tempfile::tempdir().unwrap();
+    let env = PosixEnv::new();
+    let path = dir.path().join("000011.ldb");
+    let options = TableOptions::default();
+    let size = build_file(&env, &path, &options, &entries);
+    let file = env.new_mapped_file(&path).unwrap();
+    let table = Arc::new(Table::open(options, file, &path, size, None).unwrap());
+    // A fresh thread: its habit starts undecided.
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let seek = |i: usize, steps: usize| {
+                let mut it = table.iter(BlockReadOptions::default());
+                it.seek(&entries[i].0);
+                for step in 0..=steps {
+                    assert!(it.valid(), "entry {} after {step} steps", i + step);
+                    assert_eq!((it.key(), it.value()), (&entries[i + step].0[..], &entries[i + step].1[..]));
+                    if step < steps {
+                        it.next();
+                    }
+                }
+                it.status().unwrap();
+            };
+            assert!(seeks_stay(), "undecided: seeks decode part way");
+            for round in 0..3 {
+                for n in 0..8 {
+                    seek((n * 211 + round * 7) % 1900, 3);
+                }
+                assert!(!seeks_stay(), "round {round}: cursors went on from their seeks");
+                for n in 0..8 {
+                    seek((n * 197 + round * 13) % 1900, 0);
+                }
+                assert!(seeks_stay(), "round {round}: cursors stayed where their seeks left them");
+            }
+        });
+    });
+}

@@ -950,3 +950,181 @@ fn a_spare_buffer_is_used_only_for_a_block_of_about_its_size() {
     assert_eq!(fits.as_ptr(), address, "the spare was kept for a block it fits");
     assert_eq!(fits.len(), len - len / 16);
 }
+
+/// A file whose bytes are all "mapped": what a table's mapping is to a cursor.
+struct MappedBytes(Vec<u8>);
+
+impl RandomAccessFile for MappedBytes {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let at = offset as usize;
+        buf.copy_from_slice(&self.0[at..at + buf.len()]);
+        Ok(())
+    }
+
+    fn mapped(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        self.0.get(offset as usize..offset as usize + len)
+    }
+}
+
+/// `data` stored as a table stores a Snappy block: compressed, then the type byte and a
+/// checksum (not checked by the cursor's seek: the table checks it first). `damage` edits
+/// the compressed bytes.
+fn stored_snappy(data: &[u8], damage: impl FnOnce(&mut Vec<u8>)) -> Arc<dyn RandomAccessFile> {
+    let mut stored = snap::raw::Encoder::new().compress_vec(data).unwrap();
+    damage(&mut stored);
+    let kind = crate::table::format::Compression::Snappy as u8;
+    let crc = crate::coding::mask_crc(crate::table::format::block_crc(&stored, kind));
+    stored.push(kind);
+    stored.extend_from_slice(&crc.to_le_bytes());
+    Arc::new(MappedBytes(stored))
+}
+
+/// [`BlockIter::seek_while_decoding`] of the block `file` holds whole at offset 0.
+fn seek_streamed(
+    slot: &mut Option<BlockIter>,
+    file: &Arc<dyn RandomAccessFile>,
+    target: &[u8],
+) -> Result<()> {
+    let len = (1..=1 << 16)
+        .find(|&n| file.mapped(0, n + 1).is_none())
+        .expect("a block under 64 KiB");
+    let stored = file.mapped(0, len).unwrap();
+    BlockIter::seek_while_decoding(
+        slot,
+        &bytewise(),
+        &BytewiseComparator,
+        target,
+        stored,
+        file,
+        &path(),
+        0,
+    )
+}
+
+fn at(it: &BlockIter) -> Option<(Vec<u8>, Vec<u8>)> {
+    it.valid().then(|| (it.key().to_vec(), it.value().to_vec()))
+}
+
+/// A seek that decodes its block only as far as the entry it finds lands where a seek in the
+/// whole block does, and every move after it (a step either way, a walk to either end,
+/// another seek, a jump to either end) reads what the whole block holds: the rest is decoded
+/// when needed, from where the seek stopped. The cursor is reused from probe to probe, as a
+/// table's cursor is from block to block.
+#[test]
+fn a_seek_that_decodes_part_way_reads_what_the_whole_block_holds() {
+    let model = entries(150);
+    let mut probes: Vec<Vec<u8>> = model.iter().map(|(k, _)| k.clone()).collect();
+    probes.extend(model.iter().map(|(k, _)| [&k[..], b"\0"].concat()));
+    probes.extend([b"a".to_vec(), b"key".to_vec(), b"zzzzzzzzzz".to_vec()]);
+    for restart in [1, 4, 16] {
+        let file = stored_snappy(&build(&model, restart), |_| {});
+        let mut slot = None;
+        for (n, probe) in probes.iter().enumerate() {
+            let first = model.iter().position(|(k, _)| k.as_slice() >= probe.as_slice());
+            seek_streamed(&mut slot, &file, probe).unwrap();
+            let it = slot.as_mut().unwrap();
+            assert_eq!(at(it), first.map(|i| model[i].clone()), "seek to {probe:?}");
+            let Some(i) = first else {
+                it.status().unwrap();
+                continue;
+            };
+            match n % 5 {
+                0 => {
+                    let mut seen = Vec::new();
+                    while let Some(e) = at(it) {
+                        seen.push(e);
+                        it.next();
+                    }
+                    assert_eq!(seen, model[i..], "forward from {probe:?}");
+                }
+                1 => {
+                    let mut seen = Vec::new();
+                    while let Some(e) = at(it) {
+                        seen.push(e);
+                        it.prev();
+                    }
+                    seen.reverse();
+                    assert_eq!(seen, model[..=i], "backward from {probe:?}");
+                }
+                2 => {
+                    it.seek_to_first();
+                    assert_eq!(at(it), Some(model[0].clone()));
+                    it.next();
+                    assert_eq!(at(it), Some(model[1].clone()));
+                }
+                3 => {
+                    it.seek_to_last();
+                    assert_eq!(at(it), model.last().cloned());
+                    it.prev();
+                    assert_eq!(at(it), Some(model[model.len() - 2].clone()));
+                }
+                _ => {
+                    let back = &model[i / 2].0;
+                    it.seek(back);
+                    assert_eq!(at(it), Some(model[i / 2].clone()), "seek back to {back:?}");
+                    it.next();
+                    assert_eq!(at(it), Some(model[i / 2 + 1].clone()));
+                }
+            }
+            it.status().unwrap();
+        }
+    }
+}
+
+/// A value handed out of a partly decoded block (pinning it) stays what it was while the
+/// cursor goes on, which then decodes the block again from its start into a buffer of its
+/// own; the entries it reads are the block's.
+#[test]
+fn a_partial_block_someone_holds_is_decoded_anew_not_changed() {
+    let model = entries(150);
+    let file = stored_snappy(&build(&model, 16), |_| {});
+    let mut slot = None;
+    seek_streamed(&mut slot, &file, &model[40].0).unwrap();
+    let it = slot.as_mut().unwrap();
+    assert!(it.pending.is_some(), "the seek decoded part way");
+    let pinned = it.block.slice(it.value()).expect("the value lies in the block");
+    let partial = Arc::as_ptr(&it.block);
+    let mut seen = Vec::new();
+    while let Some(e) = at(it) {
+        seen.push(e);
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(seen, model[40..]);
+    assert_ne!(Arc::as_ptr(&it.block), partial, "the held block was not reused");
+    assert_eq!(&*pinned, &model[40].1[..]);
+}
+
+/// Damage in the part of the block a seek did not decode is found when the cursor decodes
+/// it: the cursor stops with a corruption error naming the file and the block's offset,
+/// after the entries before the damage, and the error stays.
+#[test]
+fn damage_past_a_seeks_entry_stops_the_cursor_with_an_error() {
+    let model = entries(150);
+    let data = build(&model, 16);
+    type Damage = fn(&mut Vec<u8>);
+    let cases: [(&str, Damage); 2] = [
+        ("cut short", |s| s.truncate(s.len() - 3)),
+        ("trailing bytes", |s| s.push(0)),
+    ];
+    for (what, damage) in cases {
+        let file = stored_snappy(&data, damage);
+        for step in [InternalIterator::next, InternalIterator::prev] {
+            let mut slot = None;
+            seek_streamed(&mut slot, &file, &model[3].0).unwrap();
+            let it = slot.as_mut().unwrap();
+            assert_eq!(at(it), Some(model[3].clone()), "{what}");
+            let mut steps = 0;
+            while it.valid() {
+                step(it);
+                steps += 1;
+                assert!(steps <= model.len(), "{what}: the cursor never stopped");
+            }
+            let err = it.status().expect_err(what);
+            assert!(err.is_corruption(), "{what}: {err}");
+            assert!(err.to_string().contains("000009.ldb"), "{what}: {err}");
+            it.seek(&model[0].0);
+            assert!(!it.valid() && it.status().is_err(), "{what}: the error stays");
+        }
+    }
+}
