@@ -176,12 +176,13 @@ impl std::fmt::Debug for DbIterator {
 }
 
 pub(crate) fn new_iterator(inner: &Arc<DbInner>, options: &ReadOptions<'_>) -> Result<DbIterator> {
-    CursorSource::new(inner, options)?.cursor()
+    CursorSource::new(inner, options)?.into_cursor()
 }
 
 /// What a cursor is built from: one read view (memtables and version) and one seqno. Every
 /// cursor built from the same source sees exactly the same entries, however much later it is
 /// built: the view keeps its files alive.
+#[derive(Clone)]
 pub(crate) struct CursorSource {
     pub(crate) view: Arc<ReadView>,
     pub(crate) seqno: SeqNo,
@@ -219,32 +220,52 @@ impl CursorSource {
         })
     }
 
+    /// A cursor over this source; the source stays, for more.
     pub(crate) fn cursor(&self) -> Result<DbIterator> {
-        let view = &self.view;
+        self.clone().into_cursor()
+    }
+
+    /// A cursor over this source, which it takes: what the cursor keeps (the view, the
+    /// comparator, the caches) is moved into it rather than counted again, and a cursor made
+    /// for one seek (db_bench's seekrandom builds one per seek, as LevelDB's does) pays for
+    /// each shared handle once.
+    pub(crate) fn into_cursor(self) -> Result<DbIterator> {
+        let CursorSource {
+            view,
+            seqno,
+            read,
+            table_cache,
+            blob_cache,
+            icmp,
+            db,
+        } = self;
         let mut children: Vec<BoxedIter> = Vec::with_capacity(2 + view.version.iterator_count());
         children.push(Box::new(view.mem.iter()));
         if let Some(imm) = &view.imm {
             children.push(Box::new(imm.iter()));
         }
         view.version
-            .add_iterators(self.read, &self.table_cache, &mut children)?;
+            .add_iterators(read, &table_cache, &mut children)?;
+        let ucmp = icmp.user_comparator().clone();
+        let bytewise = ucmp.is_bytewise();
+        let range_deletions = view.range_fragment_sets();
         Ok(DbIterator {
-            merged: MergingIter::new(self.icmp.clone(), children),
-            ucmp: self.icmp.user_comparator().clone(),
-            bytewise: self.icmp.user_comparator().is_bytewise(),
-            seqno: self.seqno,
+            merged: MergingIter::new(icmp, children),
+            ucmp,
+            bytewise,
+            seqno,
             direction: Direction::Forward,
             valid: false,
             saved_key: Vec::new(),
             saved_value: Vec::new(),
             error: None,
-            sampler: ReadSampler::new(self.db.clone()),
-            view: view.clone(),
+            sampler: ReadSampler::new(db),
+            view,
             blob: false,
             resolved: OnceCell::new(),
-            blob_cache: self.blob_cache.clone(),
-            verify_checksums: self.read.verify_checksums,
-            range_deletions: view.range_fragment_sets(),
+            blob_cache,
+            verify_checksums: read.verify_checksums,
+            range_deletions,
         })
     }
 }
