@@ -69,6 +69,11 @@ impl TablePin {
     pub(crate) fn table(&self) -> &Table {
         &self.table
     }
+
+    /// The pinned table, to hold past the pin's borrow (a cursor's).
+    pub(crate) fn table_arc(&self) -> &Arc<Table> {
+        &self.table
+    }
 }
 
 impl Drop for TablePin {

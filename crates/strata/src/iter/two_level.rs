@@ -28,11 +28,11 @@ pub(crate) trait SecondLevel {
     /// Corruption if the index entry does not decode.
     fn id(&self, index: &Self::Index) -> Result<Self::Id>;
 
-    /// Opens the cursor `id` names; it need not be positioned.
+    /// Opens the cursor `id` names, which `index` is on; it need not be positioned.
     ///
     /// # Errors
     /// Whatever opening it meets (I/O, corruption).
-    fn open(&self, id: Self::Id) -> Result<Self::Iter>;
+    fn open(&self, index: &Self::Index, id: Self::Id) -> Result<Self::Iter>;
 
     /// Makes `slot` the cursor `id` names, unpositioned. The cursor `slot` holds (named by
     /// another id) may be reused rather than dropped, keeping its buffers: a scan then
@@ -41,8 +41,13 @@ pub(crate) trait SecondLevel {
     ///
     /// # Errors
     /// As [`open`](Self::open).
-    fn open_into(&self, id: Self::Id, slot: &mut Option<Self::Iter>) -> Result<()> {
-        *slot = Some(self.open(id)?);
+    fn open_into(
+        &self,
+        index: &Self::Index,
+        id: Self::Id,
+        slot: &mut Option<Self::Iter>,
+    ) -> Result<()> {
+        *slot = Some(self.open(index, id)?);
         Ok(())
     }
 
@@ -52,8 +57,14 @@ pub(crate) trait SecondLevel {
     ///
     /// # Errors
     /// As [`open`](Self::open).
-    fn seek_into(&self, id: Self::Id, target: &[u8], slot: &mut Option<Self::Iter>) -> Result<()> {
-        self.open_into(id, slot)?;
+    fn seek_into(
+        &self,
+        index: &Self::Index,
+        id: Self::Id,
+        target: &[u8],
+        slot: &mut Option<Self::Iter>,
+    ) -> Result<()> {
+        self.open_into(index, id, slot)?;
         if let Some(cursor) = slot {
             cursor.seek(target);
         }
@@ -120,7 +131,7 @@ impl<S: SecondLevel> TwoLevelIter<S> {
         if self.data_id == Some(id) {
             return;
         }
-        match self.second.open_into(id, &mut self.data) {
+        match self.second.open_into(&self.index, id, &mut self.data) {
             Ok(()) => self.data_id = Some(id),
             Err(e) => self.fail(e),
         }
@@ -143,7 +154,7 @@ impl<S: SecondLevel> TwoLevelIter<S> {
             }
             return;
         }
-        match self.second.seek_into(id, target, &mut self.data) {
+        match self.second.seek_into(&self.index, id, target, &mut self.data) {
             Ok(()) => self.data_id = Some(id),
             Err(e) => self.fail(e),
         }
@@ -338,7 +349,7 @@ mod tests {
             Ok(u64::from_le_bytes(bytes) as usize)
         }
 
-        fn open(&self, id: usize) -> Result<VecIter> {
+        fn open(&self, _: &VecIter, id: usize) -> Result<VecIter> {
             if self.open_fails == Some(id) {
                 return Err(damage());
             }

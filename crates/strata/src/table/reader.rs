@@ -906,7 +906,7 @@ impl SecondLevel for DataBlocks {
     }
 
     #[inline]
-    fn open(&self, handle: BlockHandle) -> Result<BlockIter> {
+    fn open(&self, _: &BlockIter, handle: BlockHandle) -> Result<BlockIter> {
         let block = self.table.data_block(handle, &self.options)?;
         Ok(block.iter(self.table.icmp_dyn.clone()))
     }
@@ -914,7 +914,12 @@ impl SecondLevel for DataBlocks {
     /// The cursor of the previous block, if any, is pointed at the new one: same comparator,
     /// its key and run buffers kept.
     #[inline]
-    fn open_into(&self, handle: BlockHandle, slot: &mut Option<BlockIter>) -> Result<()> {
+    fn open_into(
+        &self,
+        _: &BlockIter,
+        handle: BlockHandle,
+        slot: &mut Option<BlockIter>,
+    ) -> Result<()> {
         let block = self.table.data_block(handle, &self.options)?;
         self.aim(block, slot);
         Ok(())
@@ -923,7 +928,13 @@ impl SecondLevel for DataBlocks {
     /// A block not in memory, stored compressed in the mapping and not to be cached, is
     /// decompressed only as far as the entry the seek finds ([`BlockIter::seek_while_decoding`]);
     /// any other is read as [`open_into`](Self::open_into) reads it.
-    fn seek_into(&self, handle: BlockHandle, target: &[u8], slot: &mut Option<BlockIter>) -> Result<()> {
+    fn seek_into(
+        &self,
+        _: &BlockIter,
+        handle: BlockHandle,
+        target: &[u8],
+        slot: &mut Option<BlockIter>,
+    ) -> Result<()> {
         let table = &*self.table;
         let block = match table.resident_block(handle, &self.options)? {
             Some(block) => block,

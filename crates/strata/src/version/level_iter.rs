@@ -60,9 +60,11 @@ impl SecondLevel for LevelTables {
         Ok((f.number, f.file_size))
     }
 
+    /// Through the file's pin when it has one, pinning it when the table cache's budget
+    /// allows, as point lookups do: no table cache lookup per cursor.
     #[inline]
-    fn open(&self, (number, size): (u64, u64)) -> Result<TableIter> {
-        Ok(self.table_cache.get(number, size)?.iter(self.options))
+    fn open(&self, index: &LevelFileIter, _: (u64, u64)) -> Result<TableIter> {
+        Ok(index.file().table(&self.table_cache)?.iter(self.options))
     }
 
     fn may_pass_seeks(&self) -> bool {

@@ -598,6 +598,22 @@ impl LiveFile {
             .is_ok_and(|table| table.rules_out(internal_key))
     }
 
+    /// This file's table: its pin's when it has one, else the table cache's, pinned for the
+    /// file when the cache's budget allows (so that later reads skip the cache lookup).
+    ///
+    /// # Errors
+    /// As [`TableCache::get`].
+    pub(crate) fn table(&self, table_cache: &TableCache) -> Result<Arc<Table>> {
+        if let Some(pin) = self.table.get() {
+            return Ok(pin.table_arc().clone());
+        }
+        match table_cache.pin_for_file(self.number, self.file_size)? {
+            // A racing read may have pinned it first: this pin is then dropped, unused.
+            Ok(pin) => Ok(self.table.get_or_init(|| pin).table_arc().clone()),
+            Err(table) => Ok(table),
+        }
+    }
+
     /// [`lookup_in_table`] in this file's table, read through its pin when it has one, and
     /// pinning it when the table cache's budget allows.
     fn lookup(
