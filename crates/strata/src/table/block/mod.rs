@@ -1252,12 +1252,7 @@ impl BlockIter {
         let offset = self.next_offset;
         let limit = self.block.restarts_offset;
         if offset >= limit {
-            // A partial block ends at the current entry: the rest is decoded, then read on.
-            if self.pending.is_some() {
-                return self.finish_pending() && self.parse_next();
-            }
-            self.invalidate();
-            return false;
+            return self.parse_past_entries();
         }
         let Some(h) = decode_entry(&self.block.data, offset, limit) else {
             self.fail(offset, "bad entry in block");
@@ -1280,6 +1275,22 @@ impl BlockIter {
             self.restart_index += 1;
         }
         true
+    }
+
+    /// [`parse_next`](Self::parse_next) at the end of the block's entries: the end of the
+    /// block, or of a partial block's, whose rest is then decoded and read on. Out of line,
+    /// so that the step through a block stays small.
+    #[cold]
+    #[inline(never)]
+    fn parse_past_entries(&mut self) -> bool {
+        if self.pending.is_some()
+            && self.finish_pending()
+            && self.next_offset < self.block.restarts_offset
+        {
+            return self.parse_next();
+        }
+        self.invalidate();
+        false
     }
 
     fn seek_to_restart(&mut self, index: usize) {
