@@ -120,26 +120,13 @@ impl<S: SecondLevel> TwoLevelIter<S> {
     /// Makes `data` the cursor the index entry names (invariant 1), keeping the open one when
     /// the entry names it already.
     fn load(&mut self) {
-        if self.error.is_some() || !self.index.valid() {
-            self.close();
-            return;
-        }
-        let id = match self.second.id(&self.index) {
-            Ok(id) => id,
-            Err(e) => return self.fail(e),
-        };
-        if self.data_id == Some(id) {
-            return;
-        }
-        match self.second.open_into(&self.index, id, &mut self.data) {
-            Ok(()) => self.data_id = Some(id),
-            Err(e) => self.fail(e),
-        }
+        self.load_then_seek(None);
     }
 
-    /// [`load`](Self::load), then seeks the loaded cursor to `target`: through
+    /// [`load`](Self::load), then, given a `target`, seeks the loaded cursor to it: through
     /// [`SecondLevel::seek_into`] when the entry names another cursor than the open one.
-    fn load_and_seek(&mut self, target: &[u8]) {
+    #[inline]
+    fn load_then_seek(&mut self, target: Option<&[u8]>) {
         if self.error.is_some() || !self.index.valid() {
             self.close();
             return;
@@ -149,12 +136,16 @@ impl<S: SecondLevel> TwoLevelIter<S> {
             Err(e) => return self.fail(e),
         };
         if self.data_id == Some(id) {
-            if let Some(d) = self.data.as_mut() {
+            if let (Some(target), Some(d)) = (target, self.data.as_mut()) {
                 d.seek(target);
             }
             return;
         }
-        match self.second.seek_into(&self.index, id, target, &mut self.data) {
+        let opened = match target {
+            None => self.second.open_into(&self.index, id, &mut self.data),
+            Some(target) => self.second.seek_into(&self.index, id, target, &mut self.data),
+        };
+        match opened {
             Ok(()) => self.data_id = Some(id),
             Err(e) => self.fail(e),
         }
@@ -258,7 +249,7 @@ impl<S: SecondLevel> InternalIterator for TwoLevelIter<S> {
 
     fn seek(&mut self, target: &[u8]) {
         self.index.seek(target);
-        self.load_and_seek(target);
+        self.load_then_seek(Some(target));
         self.skip_empty_forward();
     }
 
