@@ -65,13 +65,8 @@ pub(crate) struct TablePin {
 }
 
 impl TablePin {
-    /// The pinned table.
-    pub(crate) fn table(&self) -> &Table {
-        &self.table
-    }
-
-    /// The pinned table, to hold past the pin's borrow (a cursor's).
-    pub(crate) fn table_arc(&self) -> &Arc<Table> {
+    /// The pinned table (an `Arc`, for a cursor to hold past the pin's borrow).
+    pub(crate) fn table(&self) -> &Arc<Table> {
         &self.table
     }
 }
@@ -364,7 +359,7 @@ mod tests {
         // five looked up as often but not pinned (over the budget) were evicted.
         let opens = cache.miss_count();
         for (i, pin) in pins.iter().enumerate() {
-            assert!(std::ptr::eq(&*get(i), pin.table()), "table {i} reopened");
+            assert!(Arc::ptr_eq(&get(i), pin.table()), "table {i} reopened");
         }
         assert_eq!(cache.miss_count(), opens);
         for i in 10..15 {

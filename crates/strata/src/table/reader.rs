@@ -936,8 +936,10 @@ impl SecondLevel for DataBlocks {
         slot: &mut Option<BlockIter>,
     ) -> Result<()> {
         let table = &*self.table;
-        let block = match table.resident_block(handle, &self.options)? {
-            Some(block) => block,
+        // A block read from the file for a seek that could have streamed is watched: what
+        // the cursor does after the seek decides how the thread's next seeks read.
+        let (block, watched) = match table.resident_block(handle, &self.options)? {
+            Some(block) => (block, false),
             None => match table.streamable(handle, &self.options)? {
                 Streamable::Stream(stored) if crate::table::block::seeks_stay() => {
                     return BlockIter::seek_while_decoding(
@@ -951,26 +953,24 @@ impl SecondLevel for DataBlocks {
                         handle.offset,
                     );
                 }
+                // Checked, and declined by the door keeper: decompressed whole, not cached.
                 Streamable::Stream(stored) => {
-                    // Checked, and declined by the door keeper: decompressed whole, not cached.
                     let data = expand_stored_block(stored, false)
                         .map_err(|reason| Error::corruption(&*table.path, handle.offset, reason))?;
-                    let block = Arc::new(Block::new(data, table.path.clone(), handle.offset)?);
-                    self.aim(block, slot);
-                    if let Some(cursor) = slot {
-                        cursor.seek(target);
-                        cursor.watch_seek();
-                    }
-                    return Ok(());
+                    let block = Block::new(data, table.path.clone(), handle.offset)?;
+                    (Arc::new(block), true)
                 }
                 Streamable::Whole(door, checked) => {
-                    table.read_whole(handle, &self.options, door, checked)?
+                    (table.read_whole(handle, &self.options, door, checked)?, false)
                 }
             },
         };
         self.aim(block, slot);
         if let Some(cursor) = slot {
             cursor.seek(target);
+            if watched {
+                cursor.watch_seek();
+            }
         }
         Ok(())
     }

@@ -64,7 +64,9 @@ impl SecondLevel for LevelTables {
     /// allows, as point lookups do: no table cache lookup per cursor.
     #[inline]
     fn open(&self, index: &LevelFileIter, _: (u64, u64)) -> Result<TableIter> {
-        Ok(index.file().table(&self.table_cache)?.iter(self.options))
+        index
+            .file()
+            .with_table(&self.table_cache, |table| table.iter(self.options))
     }
 
     fn may_pass_seeks(&self) -> bool {

@@ -598,24 +598,28 @@ impl LiveFile {
             .is_ok_and(|table| table.rules_out(internal_key))
     }
 
-    /// This file's table: its pin's when it has one, else the table cache's, pinned for the
-    /// file when the cache's budget allows (so that later reads skip the cache lookup).
+    /// `read` of this file's table: its pin's when it has one, else the table cache's,
+    /// pinned for the file when the cache's budget allows (so that later reads, lookups and
+    /// cursors alike, skip the cache lookup).
     ///
     /// # Errors
     /// As [`TableCache::get`].
-    pub(crate) fn table(&self, table_cache: &TableCache) -> Result<Arc<Table>> {
+    pub(crate) fn with_table<R>(
+        &self,
+        table_cache: &TableCache,
+        read: impl FnOnce(&Arc<Table>) -> R,
+    ) -> Result<R> {
         if let Some(pin) = self.table.get() {
-            return Ok(pin.table_arc().clone());
+            return Ok(read(pin.table()));
         }
         match table_cache.pin_for_file(self.number, self.file_size)? {
             // A racing read may have pinned it first: this pin is then dropped, unused.
-            Ok(pin) => Ok(self.table.get_or_init(|| pin).table_arc().clone()),
-            Err(table) => Ok(table),
+            Ok(pin) => Ok(read(self.table.get_or_init(|| pin).table())),
+            Err(table) => Ok(read(&table)),
         }
     }
 
-    /// [`lookup_in_table`] in this file's table, read through its pin when it has one, and
-    /// pinning it when the table cache's budget allows.
+    /// [`lookup_in_table`] in this file's table ([`with_table`](Self::with_table)).
     fn lookup(
         &self,
         table_cache: &TableCache,
@@ -624,17 +628,9 @@ impl LiveFile {
         ucmp: &dyn Comparator,
         floor: SeqNo,
     ) -> Result<Option<TableLookup>> {
-        if let Some(pin) = self.table.get() {
-            return lookup_in(pin.table(), options, seek_key, ucmp, floor);
-        }
-        match table_cache.pin_for_file(self.number, self.file_size)? {
-            // A racing lookup may have pinned it first: this pin is then dropped, unused.
-            Ok(pin) => {
-                let pin = self.table.get_or_init(|| pin);
-                lookup_in(pin.table(), options, seek_key, ucmp, floor)
-            }
-            Err(table) => lookup_in(&table, options, seek_key, ucmp, floor),
-        }
+        self.with_table(table_cache, |table| {
+            lookup_in(table, options, seek_key, ucmp, floor)
+        })?
     }
 }
 
