@@ -92,18 +92,13 @@ impl<'a> SnappyReader<'a> {
         buffer: impl FnOnce(usize) -> Vec<u8>,
     ) -> Result<Self, &'static str> {
         let (total, header) = checked_length(block)?;
-        let mut buffer = buffer(total + SLOP);
-        if buffer.len() < total + SLOP {
-            buffer.resize(total + SLOP, 0);
-        }
-        Ok(SnappyReader {
-            input: &block[header..],
+        let start = SnappyProgress {
             header,
             pos: 0,
-            out: buffer,
             decoded: 0,
             total,
-        })
+        };
+        Ok(Self::resume(block, start, buffer(total + SLOP)))
     }
 
     /// Stops decoding for now: where the decode stands, and the buffer holding the bytes
@@ -119,9 +114,10 @@ impl<'a> SnappyReader<'a> {
         (progress, self.out)
     }
 
-    /// Goes on with a decode [`suspend`](Self::suspend) stopped. `block` must be the block
-    /// that decode read, and `buffer` the one it returned, or a copy holding at least its
-    /// first `progress.decoded` bytes.
+    /// Goes on with a decode [`suspend`](Self::suspend) stopped (or starts one, from a
+    /// progress of nothing decoded). `block` must be the block that decode read, and `buffer`
+    /// the one it returned, or a copy holding at least its first `progress.decoded` bytes;
+    /// it is zeroed only where it grows.
     pub(crate) fn resume(block: &'a [u8], progress: SnappyProgress, mut buffer: Vec<u8>) -> Self {
         let SnappyProgress {
             header,

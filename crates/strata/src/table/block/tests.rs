@@ -1128,3 +1128,47 @@ fn damage_past_a_seeks_entry_stops_the_cursor_with_an_error() {
         }
     }
 }
+
+/// A file whose mapping is gone: what a partial block meets if the bytes it borrows again
+/// to finish can no longer be had.
+struct MappingGone(MappedBytes);
+
+impl RandomAccessFile for MappingGone {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.0.read_exact_at(offset, buf)
+    }
+}
+
+/// A partial block whose stored bytes can no longer be borrowed when the cursor steps on
+/// stops the cursor with a corruption error naming the file, rather than a panic or a
+/// silent end.
+#[test]
+fn a_partial_block_whose_mapping_is_gone_stops_with_an_error() {
+    let model = entries(150);
+    let data = build(&model, 16);
+    let mut stored = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+    stored.extend_from_slice(&[crate::table::format::Compression::Snappy as u8, 0, 0, 0, 0]);
+    let len = stored.len();
+    let bytes = MappedBytes(stored.clone());
+    // The seek reads the bytes it is handed; finishing the block asks the file again.
+    let file: Arc<dyn RandomAccessFile> = Arc::new(MappingGone(MappedBytes(stored)));
+    let mut slot = None;
+    BlockIter::seek_while_decoding(
+        &mut slot,
+        &bytewise(),
+        &BytewiseComparator,
+        &model[5].0,
+        bytes.mapped(0, len).unwrap(),
+        &file,
+        &path(),
+        0,
+    )
+    .unwrap();
+    let it = slot.as_mut().unwrap();
+    assert_eq!(at(it), Some(model[5].clone()));
+    it.next();
+    assert!(!it.valid());
+    let err = it.status().expect_err("the rest of the block could not be read");
+    assert!(err.is_corruption(), "{err}");
+    assert!(err.to_string().contains("000009.ldb"), "{err}");
+}
