@@ -8,15 +8,18 @@
 //! entries of the current user key, and the cursor keeps a copy of the current key and value.
 
 use std::cell::OnceCell;
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
+use super::spare_cursor::SpareCursor;
 use super::{DbInner, ReadView};
 use crate::blob::BlobCache;
-use crate::comparator::Comparator;
 use crate::error::{Error, Result};
-use crate::iter::{BoxedIter, InternalIterator, MergingIter};
-use crate::key::{append_internal_key, user_key, ParsedInternalKey, SeqNo, ValueKind};
+use crate::iter::{Children, InternalIterator, MergingIter};
+use crate::key::{
+    user_key, with_seek_key, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind,
+};
 use crate::options::ReadOptions;
 use crate::table::BlockReadOptions;
 use crate::version::version::Version;
@@ -29,11 +32,11 @@ const READ_SAMPLE_PERIOD: u64 = 1 << 20;
 /// charges a seek to the first file that a lookup of the current key would read, if more than
 /// one file overlaps that key. Scans over overlapping files thus trigger seek compactions, as
 /// lookups do.
-struct ReadSampler {
+pub(crate) struct ReadSampler {
     bytes_until_sample: u64,
     rng: u64,
-    /// Woken when a file's seek allowance runs out; `None` for a read-only database, which
-    /// never compacts.
+    /// Woken when a file's seek allowance runs out, and offered the cursor's parts when it
+    /// drops (`spare_cursor.rs`); `None` for a read-only database, which never compacts.
     db: Option<Weak<DbInner>>,
 }
 
@@ -58,6 +61,16 @@ impl ReadSampler {
     }
 
     /// A gap drawn uniformly from `[0, 2 * READ_SAMPLE_PERIOD)`.
+    /// A sampler that never samples: the placeholder a dropped cursor leaves when its own
+    /// goes to the next cursor.
+    fn none() -> Self {
+        ReadSampler {
+            bytes_until_sample: u64::MAX,
+            rng: 1,
+            db: None,
+        }
+    }
+
     fn random_period(&mut self) -> u64 {
         // xorshift64
         self.rng ^= self.rng << 13;
@@ -140,9 +153,10 @@ enum Direction {
 /// # Ok::<(), strata::Error>(())
 /// ```
 pub struct DbIterator {
-    merged: MergingIter<crate::key::InternalKeyComparator>,
-    ucmp: Arc<dyn Comparator>,
-    /// True if `ucmp` orders bytewise: user keys are then compared inline, not through it.
+    /// Taken by `drop` only (to keep it for the next cursor, `spare_cursor.rs`).
+    merged: ManuallyDrop<MergingIter<InternalKeyComparator>>,
+    /// True if the user comparator orders bytewise: user keys are then compared inline, not
+    /// through it.
     bytewise: bool,
     seqno: SeqNo,
     direction: Direction,
@@ -153,14 +167,16 @@ pub struct DbIterator {
     saved_value: Vec<u8>,
     error: Option<Error>,
     sampler: ReadSampler,
-    /// Keeps the version (and so its files) alive.
-    view: Arc<ReadView>,
+    /// Keeps the version (and so its files) alive. Taken by `drop` only.
+    view: ManuallyDrop<Arc<ReadView>>,
     /// True if the current entry's value is a blob pointer.
     blob: bool,
     /// The current entry's value read from its blob file, once asked for; reset on every move.
     resolved: OnceCell<Result<Vec<u8>>>,
-    blob_cache: Arc<BlobCache>,
-    verify_checksums: bool,
+    /// Taken by `drop` only.
+    blob_cache: ManuallyDrop<Arc<BlobCache>>,
+    /// How the children read blocks.
+    read: BlockReadOptions,
     /// The view's range deletions (empty for nearly every database): a value one of them
     /// covers and is newer than is hidden as a deletion is.
     range_deletions: Vec<Arc<crate::range_del::Fragments>>,
@@ -176,7 +192,25 @@ impl std::fmt::Debug for DbIterator {
 }
 
 pub(crate) fn new_iterator(inner: &Arc<DbInner>, options: &ReadOptions<'_>) -> Result<DbIterator> {
+    if options.snapshot.is_none() && !inner.read_only {
+        // The seqno first, then the view (as `CursorSource::new` reads them): the view the
+        // spare parts must match then holds every entry the seqno covers.
+        let seqno = inner.read_seqno(options)?;
+        if let Some(spare) = inner
+            .spare_cursor
+            .take(&inner.view, block_read_options(options))
+        {
+            return Ok(DbIterator::from_spare(spare, seqno));
+        }
+    }
     CursorSource::new(inner, options)?.into_cursor()
+}
+
+fn block_read_options(options: &ReadOptions<'_>) -> BlockReadOptions {
+    BlockReadOptions {
+        verify_checksums: options.verify_checksums,
+        fill_cache: options.fill_cache,
+    }
 }
 
 /// What a cursor is built from: one read view (memtables and version) and one seqno. Every
@@ -209,10 +243,7 @@ impl CursorSource {
         Ok(CursorSource {
             view,
             seqno,
-            read: BlockReadOptions {
-                verify_checksums: options.verify_checksums,
-                fill_cache: options.fill_cache,
-            },
+            read: block_read_options(options),
             table_cache: inner.table_cache.clone(),
             blob_cache: inner.blob_cache.clone(),
             icmp: inner.icmp.clone(),
@@ -239,19 +270,17 @@ impl CursorSource {
             icmp,
             db,
         } = self;
-        let mut children: Vec<BoxedIter> = Vec::with_capacity(2 + view.version.iterator_count());
+        let mut children = Children::with_capacity(2 + view.version.iterator_count());
         children.push(Box::new(view.mem.iter()));
         if let Some(imm) = &view.imm {
             children.push(Box::new(imm.iter()));
         }
         view.version
             .add_iterators(read, &table_cache, &mut children)?;
-        let ucmp = icmp.user_comparator().clone();
-        let bytewise = ucmp.is_bytewise();
+        let bytewise = icmp.user_comparator().is_bytewise();
         let range_deletions = view.range_fragment_sets();
         Ok(DbIterator {
-            merged: MergingIter::new(icmp, children),
-            ucmp,
+            merged: ManuallyDrop::new(MergingIter::new(icmp, children)),
             bytewise,
             seqno,
             direction: Direction::Forward,
@@ -260,25 +289,91 @@ impl CursorSource {
             saved_value: Vec::new(),
             error: None,
             sampler: ReadSampler::new(db),
-            view,
+            view: ManuallyDrop::new(view),
             blob: false,
             resolved: OnceCell::new(),
-            blob_cache,
-            verify_checksums: read.verify_checksums,
+            blob_cache: ManuallyDrop::new(blob_cache),
+            read,
             range_deletions,
         })
     }
 }
 
+impl DbIterator {
+    /// A cursor on the parts a dropped one left (`spare_cursor.rs`), reading at `seqno`, not
+    /// positioned. The range deletions are read anew: the memtable's may have grown since.
+    fn from_spare(spare: SpareCursor, seqno: SeqNo) -> DbIterator {
+        let SpareCursor {
+            mut merged,
+            view,
+            read,
+            blob_cache,
+            sampler,
+            mut saved_key,
+            mut saved_value,
+        } = spare;
+        merged.reset();
+        saved_key.clear();
+        saved_value.clear();
+        DbIterator {
+            bytewise: merged.comparator().user_comparator().is_bytewise(),
+            merged: ManuallyDrop::new(merged),
+            seqno,
+            direction: Direction::Forward,
+            valid: false,
+            saved_key,
+            saved_value,
+            error: None,
+            sampler,
+            range_deletions: view.range_fragment_sets(),
+            view: ManuallyDrop::new(view),
+            blob: false,
+            resolved: OnceCell::new(),
+            blob_cache: ManuallyDrop::new(blob_cache),
+            read,
+        }
+    }
+}
+
 impl Drop for DbIterator {
     fn drop(&mut self) {
+        // SAFETY: `drop` runs once and is the last use of the cursor; each of these fields is
+        // taken here and nowhere else, then moved or dropped exactly once below.
+        #[allow(unsafe_code)]
+        let (mut merged, mut view, blob_cache) = unsafe {
+            (
+                ManuallyDrop::take(&mut self.merged),
+                ManuallyDrop::take(&mut self.view),
+                ManuallyDrop::take(&mut self.blob_cache),
+            )
+        };
         let Some(inner) = self.sampler.db.as_ref().and_then(Weak::upgrade) else {
             return;
         };
-        if !Arc::ptr_eq(&self.view.version, &inner.view.load().version) {
+        // A cursor that met no error leaves its parts for the next cursor if its view is
+        // still current (`spare_cursor.rs`); a damaged child would carry its error over.
+        if self.error.is_none() && merged.children_ok() {
+            let spare = SpareCursor {
+                merged,
+                view,
+                read: self.read,
+                blob_cache,
+                sampler: std::mem::replace(&mut self.sampler, ReadSampler::none()),
+                saved_key: std::mem::take(&mut self.saved_key),
+                saved_value: std::mem::take(&mut self.saved_value),
+            };
+            match inner.spare_cursor.offer(spare, &inner.view) {
+                None => return,
+                Some(spare) => {
+                    merged = spare.merged;
+                    view = spare.view;
+                }
+            }
+        }
+        if !Arc::ptr_eq(&view.version, &inner.view.load().version) {
             // The tables' handles go first, then the version that kept the files listed.
-            self.merged.clear();
-            inner.release_view(&mut self.view);
+            drop(merged);
+            inner.release_view(&mut view);
         }
     }
 }
@@ -421,7 +516,7 @@ impl DbIterator {
         }
         let resolved = self.resolved.get_or_init(|| {
             self.blob_cache
-                .read_encoded(self.key(), stored, self.verify_checksums)
+                .read_encoded(self.key(), stored, self.read.verify_checksums)
         });
         match resolved {
             Ok(v) => Ok(v),
@@ -495,7 +590,7 @@ impl DbIterator {
         if self.bytewise {
             a.cmp(b)
         } else {
-            self.ucmp.compare(a, b)
+            self.merged.comparator().user_comparator().compare(a, b)
         }
     }
 
@@ -600,11 +695,8 @@ impl DbIterator {
     pub fn seek(&mut self, key: &[u8]) {
         self.direction = Direction::Forward;
         self.saved_value.clear();
-        self.saved_key.clear();
-        append_internal_key(&mut self.saved_key, key, self.seqno, ValueKind::FOR_SEEK);
-        let target = std::mem::take(&mut self.saved_key);
-        self.merged.seek(&target);
-        self.saved_key = target;
+        // The target lives on the stack: a cursor made for one seek allocates no key buffer.
+        with_seek_key(key, self.seqno, |target| self.merged.seek(target));
         self.find_next_user_entry(false);
     }
 

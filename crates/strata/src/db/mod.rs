@@ -34,6 +34,7 @@ mod properties;
 mod range_iter;
 mod read_only;
 mod recovery;
+mod spare_cursor;
 mod stats;
 mod write;
 
@@ -196,6 +197,9 @@ pub(crate) struct DbInner {
     /// bumped where the work happens (see `stats.rs`).
     pub(crate) counters: stats::Counters,
     pub(crate) view: ArcSwap<ReadView>,
+    /// The parts of the last cursor dropped on the current view, for the next cursor
+    /// (`spare_cursor.rs`). Emptied by `publish_view`.
+    pub(crate) spare_cursor: spare_cursor::SpareCursorSlot,
     /// The seqno of the last write readers may see. Invariant: every entry with a seqno at or
     /// below it is in the memtables or tables of the current view.
     pub(crate) visible_seqno: AtomicU64,
@@ -1418,6 +1422,9 @@ impl DbInner {
             fixed_seqno: None,
             _held: None,
         }));
+        // After the store (`spare_cursor.rs`): parts of the old view go now, before the flush
+        // or compaction that published this view deletes the files it no longer lists.
+        self.spare_cursor.clear();
         self.refresh_blob_gc_behind(state);
     }
 

@@ -142,6 +142,7 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         snapshots: Arc::new(SnapshotList::default()),
         counters: Default::default(),
         view: ArcSwap::from_pointee(view),
+        spare_cursor: Default::default(),
         visible_seqno: AtomicU64::new(last_sequence),
         state: Mutex::new(DbState {
             mem,

@@ -30,7 +30,9 @@
 
 use std::cmp::Ordering;
 
-use super::{BoxedIter, InternalIterator};
+use smallvec::SmallVec;
+
+use super::{Children, InternalIterator, INLINE_CHILDREN};
 use crate::comparator::Comparator;
 use crate::error::Result;
 
@@ -44,7 +46,7 @@ enum Direction {
 /// called directly: the merge compares keys at every step).
 pub(crate) struct MergingIter<C: Comparator> {
     comparator: C,
-    children: Vec<BoxedIter>,
+    children: Children,
     /// The child holding the current entry. Invariant: when `Some(i)`, `children[i]` is valid
     /// and `i == heap[0]`.
     current: Option<usize>,
@@ -53,10 +55,10 @@ pub(crate) struct MergingIter<C: Comparator> {
     /// going to the lower child index. Invariant: outside a method that moves children, the
     /// heap holds exactly the valid children not put off, and is empty when `current` is
     /// `None`.
-    heap: Vec<usize>,
+    heap: SmallVec<[usize; INLINE_CHILDREN]>,
     /// `keys[i]` is `children[i].key()` as that child returned it after its last move.
     /// Invariant: valid for every child in `heap` (it has not moved since).
-    keys: Vec<Slice>,
+    keys: SmallVec<[Slice; INLINE_CHILDREN]>,
     direction: Direction,
     /// Children whose seek was put off (bit `i` for `children[i]`; only the first 64 can be):
     /// each has no entry from the last seek's target up to the current key, so it is not
@@ -121,20 +123,37 @@ impl<C: Comparator> MergingIter<C> {
         }
     }
 
-    /// Drops every child (and the files they read); the iterator is then empty.
-    pub(crate) fn clear(&mut self) {
-        self.children.clear();
-        self.keys.clear();
+    /// Forgets the position: the merge is then as a new one over the same children, which
+    /// stay where they are (holding what they read) until a seek positions them all.
+    pub(crate) fn reset(&mut self) {
         self.heap.clear();
         self.current = None;
         self.deferred = 0;
+        self.direction = Direction::Forward;
+        self.current_entry = CurrentEntry {
+            key: Slice::EMPTY,
+            value: Slice::EMPTY,
+        };
+        self.runner_up_key = Slice::EMPTY;
+        self.runner_up_pos = 0;
     }
 
-    pub(crate) fn new(comparator: C, children: Vec<BoxedIter>) -> Self {
+    /// The comparator the merge orders keys by.
+    pub(crate) fn comparator(&self) -> &C {
+        &self.comparator
+    }
+
+    /// True if no child holds an error (a merge whose children all read cleanly so far).
+    pub(crate) fn children_ok(&self) -> bool {
+        self.children.iter().all(|c| c.status().is_ok())
+    }
+
+    pub(crate) fn new(comparator: C, children: impl Into<Children>) -> Self {
+        let children = children.into();
         MergingIter {
             comparator,
-            keys: vec![Slice::EMPTY; children.len()],
-            heap: Vec::with_capacity(children.len()),
+            keys: smallvec::smallvec![Slice::EMPTY; children.len()],
+            heap: SmallVec::with_capacity(children.len()),
             children,
             current: None,
             direction: Direction::Forward,
@@ -480,7 +499,7 @@ mod tests {
     use super::*;
     use crate::comparator::BytewiseComparator;
     use crate::iter::contract::check_against_model;
-    use crate::iter::VecIter;
+    use crate::iter::{BoxedIter, VecIter};
 
     type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -680,12 +699,18 @@ mod tests {
         ]);
         let mut bad = VecIter::new(vec![(b"b".to_vec(), b"2".to_vec())]);
         bad.fail_after(1, crate::error::Error::corruption("/x", 7, "test damage"));
-        let mut it = MergingIter::new(BytewiseComparator, vec![Box::new(good), Box::new(bad)]);
+        let children: Vec<BoxedIter> = vec![Box::new(good), Box::new(bad)];
+        let mut it = MergingIter::new(BytewiseComparator, children);
         it.seek_to_first();
         assert!(it.valid());
+        assert!(it.children_ok());
         it.next(); // "b"
         it.next(); // the bad child fails while moving past "b"
         assert!(!it.valid());
         assert!(it.status().unwrap_err().is_corruption());
+        assert!(!it.children_ok(), "a cursor with this merge keeps no spare parts");
+        it.reset();
+        assert!(!it.valid());
+        assert!(!it.children_ok(), "reset forgets the position, not the error");
     }
 }

@@ -17,6 +17,13 @@ use crate::error::Result;
 /// A boxed cursor that can move between threads, as database iterators do.
 pub(crate) type BoxedIter = Box<dyn InternalIterator + Send>;
 
+/// How many children a merge keeps without allocating a list: a cursor's memtables and a
+/// level or two (a database cursor's usual count); more spill to the heap.
+pub(crate) const INLINE_CHILDREN: usize = 4;
+
+/// A merge's children, kept inline up to [`INLINE_CHILDREN`].
+pub(crate) type Children = smallvec::SmallVec<[BoxedIter; INLINE_CHILDREN]>;
+
 /// A cursor over sorted key-value entries.
 ///
 /// Contract:

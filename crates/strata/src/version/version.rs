@@ -20,7 +20,7 @@ use super::level_iter::level_iter;
 use crate::cache::{TableCache, TablePin};
 use crate::comparator::Comparator;
 use crate::error::Result;
-use crate::iter::BoxedIter;
+use crate::iter::Children;
 use crate::key::{
     append_internal_key, user_key, with_seek_key, InternalKeyComparator, ParsedInternalKey, SeqNo,
     ValueKind,
@@ -536,7 +536,7 @@ impl Version {
         &self,
         options: BlockReadOptions,
         table_cache: &Arc<TableCache>,
-        out: &mut Vec<BoxedIter>,
+        out: &mut Children,
     ) -> Result<()> {
         for f in self.files[0].iter() {
             let table = table_cache.get(f.number, f.file_size)?;

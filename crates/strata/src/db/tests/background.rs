@@ -200,7 +200,7 @@ fn a_manual_compaction_ends_while_writes_go_on() {
 }
 
 /// The table numbers in the directory, and those of the current version.
-fn tables_on_disk_and_live(env: &MemEnv, db: &Db) -> (Vec<u64>, Vec<u64>) {
+pub(super) fn tables_on_disk_and_live(env: &MemEnv, db: &Db) -> (Vec<u64>, Vec<u64>) {
     let mut on_disk: Vec<u64> = env
         .children(Path::new(DIR))
         .unwrap()
@@ -225,7 +225,7 @@ fn tables_on_disk_and_live(env: &MemEnv, db: &Db) -> (Vec<u64>, Vec<u64>) {
 }
 
 /// Enough writes for several level-0 tables.
-fn fill_tables(db: &Db, round: u32) {
+pub(super) fn fill_tables(db: &Db, round: u32) {
     for i in 0..3000u32 {
         let key = format!("key{:05}", (i * 7919) % 3000);
         db.put_opt(key.as_bytes(), format!("{round}:{i:0>80}").as_bytes(), &w())

@@ -15,6 +15,7 @@ mod background;
 mod misuse;
 mod open;
 mod read_only;
+mod spare_cursor;
 mod stats;
 
 fn options(env: &MemEnv) -> Options {
