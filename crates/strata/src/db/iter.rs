@@ -198,7 +198,7 @@ pub(crate) fn new_iterator(inner: &Arc<DbInner>, options: &ReadOptions<'_>) -> R
         let seqno = inner.read_seqno(options)?;
         if let Some(spare) = inner
             .spare_cursor
-            .take(&inner.view, block_read_options(options))
+            .take(&inner.view_generation, block_read_options(options))
         {
             return Ok(DbIterator::from_spare(spare, seqno));
         }
@@ -362,7 +362,7 @@ impl Drop for DbIterator {
                 saved_key: std::mem::take(&mut self.saved_key),
                 saved_value: std::mem::take(&mut self.saved_value),
             };
-            match inner.spare_cursor.offer(spare, &inner.view) {
+            match inner.spare_cursor.offer(spare, &inner.view_generation) {
                 None => return,
                 Some(spare) => {
                     merged = spare.merged;

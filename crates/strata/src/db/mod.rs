@@ -85,6 +85,9 @@ pub(crate) struct ReadView {
     /// The files of this view a read-only handle beside a writer holds open (the writer may
     /// delete them); dropped with the last holder of the view.
     pub(crate) _held: Option<Arc<read_only::HeldFiles>>,
+    /// The number of the `publish_view` that made this view: 0 for the view a database opens
+    /// with and for a read-only handle's views.
+    pub(crate) generation: u64,
 }
 
 impl ReadView {
@@ -200,6 +203,9 @@ pub(crate) struct DbInner {
     /// The parts of the last cursor dropped on the current view, for the next cursor
     /// (`spare_cursor.rs`). Emptied by `publish_view`.
     pub(crate) spare_cursor: spare_cursor::SpareCursorSlot,
+    /// The generation of the current view (`ReadView::generation`), stored by `publish_view`
+    /// after the view: a cursor checks its view is current with one load.
+    pub(crate) view_generation: AtomicU64,
     /// The seqno of the last write readers may see. Invariant: every entry with a seqno at or
     /// below it is in the memtables or tables of the current view.
     pub(crate) visible_seqno: AtomicU64,
@@ -1415,13 +1421,17 @@ impl DbInner {
     /// caller passes its guard's contents).
     pub(crate) fn publish_view(&self, state: &DbState) {
         self.has_imm.store(state.imm.is_some(), Ordering::Release);
+        // Publishes are serialized by the state mutex: this is the only writer.
+        let generation = self.view_generation.load(Ordering::Relaxed) + 1;
         self.view.store(Arc::new(ReadView {
             mem: state.mem.clone(),
             imm: state.imm.clone(),
             version: state.versions.current(),
             fixed_seqno: None,
             _held: None,
+            generation,
         }));
+        self.view_generation.store(generation, Ordering::Release);
         // After the store (`spare_cursor.rs`): parts of the old view go now, before the flush
         // or compaction that published this view deletes the files it no longer lists.
         self.spare_cursor.clear();

@@ -123,6 +123,7 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         version: versions.current(),
         fixed_seqno: None,
         _held: None,
+        generation: 0,
     };
     let last_sequence = versions.last_sequence;
     let inner = Arc::new(DbInner {
@@ -143,6 +144,7 @@ pub(crate) fn open(dir: &Path, options: Options, read_only: bool) -> Result<Arc<
         counters: Default::default(),
         view: ArcSwap::from_pointee(view),
         spare_cursor: Default::default(),
+        view_generation: AtomicU64::new(0),
         visible_seqno: AtomicU64::new(last_sequence),
         state: Mutex::new(DbState {
             mem,

@@ -164,6 +164,7 @@ fn load_once(inner: &DbInner) -> Result<()> {
         version: state.versions.current(),
         fixed_seqno: Some(seqno),
         _held: held,
+        generation: 0,
     }));
     Ok(())
 }

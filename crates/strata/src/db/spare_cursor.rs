@@ -19,9 +19,8 @@
 //! seeing its view current, so parts of an old view never stay in the slot past the next
 //! publish.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-
-use arc_swap::ArcSwap;
 
 use super::iter::ReadSampler;
 use super::ReadView;
@@ -52,17 +51,13 @@ pub(crate) struct SpareCursorSlot {
 }
 
 impl SpareCursorSlot {
-    /// The spare parts, if the slot is free, holds some, they were built on `view`'s current
-    /// view and read with `read`.
-    pub(crate) fn take(
-        &self,
-        view: &ArcSwap<ReadView>,
-        read: BlockReadOptions,
-    ) -> Option<SpareCursor> {
+    /// The spare parts, if the slot is free, holds some, they were built on the current view
+    /// (`current` is the database's `view_generation`) and read with `read`.
+    pub(crate) fn take(&self, current: &AtomicU64, read: BlockReadOptions) -> Option<SpareCursor> {
         let mut slot = self.slot.try_lock().ok()?;
-        let fits = slot
-            .as_ref()
-            .is_some_and(|s| s.read == read && Arc::ptr_eq(&s.view, &view.load()));
+        let fits = slot.as_ref().is_some_and(|s| {
+            s.read == read && s.view.generation == current.load(Ordering::Acquire)
+        });
         if fits {
             slot.take()
         } else {
@@ -70,20 +65,17 @@ impl SpareCursorSlot {
         }
     }
 
-    /// Keeps `spare` if the slot is free and `spare`'s view is `view`'s current one; gives it
-    /// back otherwise (`Some`), for the caller to drop as a cursor's parts are dropped. Parts
-    /// the slot held before are dropped after the slot is unlocked.
-    pub(crate) fn offer(
-        &self,
-        spare: SpareCursor,
-        view: &ArcSwap<ReadView>,
-    ) -> Option<SpareCursor> {
+    /// Keeps `spare` if the slot is free and `spare`'s view is the current one (`current` is
+    /// the database's `view_generation`); gives it back otherwise (`Some`), for the caller to
+    /// drop as a cursor's parts are dropped. Parts the slot held before are dropped after the
+    /// slot is unlocked.
+    pub(crate) fn offer(&self, spare: SpareCursor, current: &AtomicU64) -> Option<SpareCursor> {
         let Ok(mut slot) = self.slot.try_lock() else {
             return Some(spare);
         };
-        // Checked under the slot's lock: `publish_view` stores its view before it empties the
-        // slot, so parts that pass here are either current or emptied by that publish.
-        if !Arc::ptr_eq(&spare.view, &view.load()) {
+        // Checked under the slot's lock: `publish_view` stores its generation before it empties
+        // the slot, so parts that pass here are either current or emptied by that publish.
+        if spare.view.generation != current.load(Ordering::Acquire) {
             return Some(spare);
         }
         let before = slot.replace(spare);
