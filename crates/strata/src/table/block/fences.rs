@@ -66,6 +66,26 @@ fn window(bytes: &[u8]) -> u64 {
     u64::from_be_bytes(buf)
 }
 
+/// Windows a search counts one by one rather than halving further: counting has no chain of
+/// dependent loads (each halving step waits for the load of the one before), and 32 windows
+/// are four cache lines.
+const COUNTED: usize = 32;
+
+/// The number of `windows` (non-decreasing) below `q`: halving steps down to [`COUNTED`]
+/// windows, then a count.
+#[inline]
+fn count_below(windows: &[u64], q: u64) -> usize {
+    // Invariant: every window before `lo` is below `q`; none from `lo + len` on is.
+    let (mut lo, mut len) = (0, windows.len());
+    while len > COUNTED {
+        let half = len / 2;
+        let below = windows[lo + half] < q;
+        lo = std::hint::select_unpredictable(below, lo + half + 1, lo);
+        len = std::hint::select_unpredictable(below, len - half - 1, half);
+    }
+    lo + windows[lo..lo + len].iter().filter(|&&w| w < q).count()
+}
+
 impl RestartFences {
     /// The fences of `block`'s restart keys, read as internal keys; `None` if the block has no
     /// entries, or a restart entry does not decode whole or is too short to be an internal key
@@ -152,7 +172,7 @@ impl RestartFences {
         let q = window(&user[self.prefix.len()..]);
         // Covered restarts before `lo` have smaller user keys (so smaller keys); from `hi` on,
         // larger, as are all the uncovered ones (the user key starts with the prefix).
-        let lo = self.windows.partition_point(|&w| w < q);
+        let lo = count_below(&self.windows, q);
         // Ties are few (keys that agree on eight bytes past the prefix): stepped over one by
         // one, and searched for only when there are many.
         let ties = &self.windows[lo..];
@@ -162,5 +182,29 @@ impl RestartFences {
         }
         let left = lo.saturating_sub(1);
         (left, hi.saturating_sub(1).max(left))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The halving steps and the count agree with a plain binary search at every length around
+    /// the point where counting takes over, for every position of the target and ties.
+    #[test]
+    fn count_below_is_the_partition_point() {
+        for len in 0..(4 * COUNTED + 3) {
+            // Pairs of equal windows, so that ties straddle the halving points.
+            let windows: Vec<u64> = (0..len as u64).map(|i| 10 * (i / 2)).collect();
+            for q in 0..=(10 * (len as u64 / 2) + 11) {
+                assert_eq!(
+                    count_below(&windows, q),
+                    windows.partition_point(|&w| w < q),
+                    "len {len}, q {q}"
+                );
+            }
+        }
+        assert_eq!(count_below(&[u64::MAX; 100], u64::MAX), 0);
+        assert_eq!(count_below(&[0; 100], u64::MAX), 100);
     }
 }
