@@ -3,6 +3,7 @@
 //! change it.
 
 mod edit;
+mod file_fences;
 pub(crate) mod level_iter;
 pub(crate) mod set;
 // The style guide's layout: `version/version.rs` holds the `Version` type.

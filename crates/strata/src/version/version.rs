@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::edit::{FileMetaData, NUM_LEVELS};
+use super::file_fences::FileFences;
 use super::level_iter::level_iter;
 use crate::cache::{TableCache, TablePin};
 use crate::comparator::Comparator;
@@ -137,6 +138,9 @@ pub(crate) struct Version {
     /// `range_tombstones` as fragments; `None` when there is none.
     pub(crate) range_fragments: Option<Arc<Fragments>>,
     icmp: InternalKeyComparator,
+    /// Each sorted level's files' largest keys as integers, for point lookups (`None` for
+    /// level 0, an empty level, or user keys not in bytewise order).
+    fences: [Option<FileFences>; NUM_LEVELS],
     /// The level most in need of compaction and its score (>= 1 means compact it).
     pub(crate) compaction_level: usize,
     pub(crate) compaction_score: f64,
@@ -176,7 +180,15 @@ impl Version {
         icmp: InternalKeyComparator,
         files: [Vec<Arc<LiveFile>>; NUM_LEVELS],
     ) -> Self {
+        let bytewise = icmp.user_comparator().is_bytewise();
+        let fences = std::array::from_fn(|level| {
+            let sorted = &files[level];
+            (bytewise && level > 0)
+                .then(|| FileFences::build(sorted.iter().map(|f| f.largest.as_slice())))
+                .flatten()
+        });
         let mut v = Version {
+            fences,
             files: files.map(Arc::from),
             blob_files: Arc::default(),
             blob_tombstones: BTreeMap::new(),
@@ -344,7 +356,7 @@ impl Version {
         }
         for level in 1..NUM_LEVELS {
             let files = &self.files[level];
-            let index = find_file(&self.icmp, files, seek_key);
+            let index = self.find_file_at(level, seek_key);
             let Some(file) = files.get(index) else {
                 continue;
             };
@@ -375,7 +387,7 @@ impl Version {
         with_seek_key(user_key, crate::key::MAX_SEQNO, |seek_key| {
             let deeper = (1..NUM_LEVELS).filter_map(|level| {
                 let files = &self.files[level];
-                let file = files.get(find_file(&self.icmp, files, seek_key))?;
+                let file = files.get(self.find_file_at(level, seek_key))?;
                 (ucmp.compare(user_key, user_key_of(&file.smallest)) != CmpOrdering::Less)
                     .then_some((file, level))
             });
@@ -427,7 +439,7 @@ impl Version {
             Some(s) => {
                 let mut k = Vec::with_capacity(s.len() + 8);
                 append_internal_key(&mut k, s, crate::key::MAX_SEQNO, ValueKind::FOR_SEEK);
-                find_file(&self.icmp, files, &k)
+                self.find_file_at(level, &k)
             }
             None => 0,
         };
@@ -702,6 +714,21 @@ fn after_file(ucmp: &dyn Comparator, k: Option<&[u8]>, f: &LiveFile) -> bool {
 /// True if user key `k` is before every key of `f` (an open bound is never before).
 fn before_file(ucmp: &dyn Comparator, k: Option<&[u8]>, f: &LiveFile) -> bool {
     k.is_some_and(|k| ucmp.compare(k, user_key_of(&f.smallest)) == CmpOrdering::Less)
+}
+
+impl Version {
+    /// [`find_file`] over sorted level `level` (>= 1), through its fences when it has them.
+    #[inline]
+    fn find_file_at(&self, level: usize, internal_key: &[u8]) -> usize {
+        let files = &self.files[level];
+        match &self.fences[level] {
+            Some(fences) => {
+                let (lo, hi) = fences.ties(internal_key);
+                lo + find_file(&self.icmp, &files[lo..hi], internal_key)
+            }
+            None => find_file(&self.icmp, files, internal_key),
+        }
+    }
 }
 
 /// The index of the first file whose largest key is >= `internal_key` (`files.len()` if none).

@@ -72,9 +72,9 @@ fn window(bytes: &[u8]) -> u64 {
 const COUNTED: usize = 32;
 
 /// The number of `windows` (non-decreasing) below `q`: halving steps down to [`COUNTED`]
-/// windows, then a count.
+/// windows, then a count. (A level's file fences search their windows with it too.)
 #[inline]
-fn count_below(windows: &[u64], q: u64) -> usize {
+pub(crate) fn count_below(windows: &[u64], q: u64) -> usize {
     // Invariant: every window before `lo` is below `q`; none from `lo + len` on is.
     let (mut lo, mut len) = (0, windows.len());
     while len > COUNTED {
