@@ -75,6 +75,8 @@ fn input_iterator(
             children.push(Box::new(level_iter(
                 files.icmp.clone(),
                 c.inputs[which].as_slice().into(),
+                // A compaction steps through its inputs; it does not seek.
+                None,
                 files.table_cache.clone(),
                 options,
                 false,

@@ -8,7 +8,8 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::version::{find_file, LiveFile};
+use super::file_fences::FileFences;
+use super::version::{find_file_fenced, LiveFile};
 use crate::cache::TableCache;
 use crate::comparator::Comparator;
 use crate::error::Result;
@@ -26,12 +27,13 @@ pub(crate) type LevelIter = TwoLevelIter<LevelTables>;
 pub(crate) fn level_iter(
     icmp: InternalKeyComparator,
     files: Arc<[Arc<LiveFile>]>,
+    fences: Option<Arc<FileFences>>,
     table_cache: Arc<TableCache>,
     options: BlockReadOptions,
     defer_seeks: bool,
 ) -> LevelIter {
     TwoLevelIter::new(
-        LevelFileIter::new(icmp, files),
+        LevelFileIter::new(icmp, files, fences),
         LevelTables {
             table_cache,
             options,
@@ -84,7 +86,7 @@ impl SecondLevel for LevelTables {
         }
         let icmp = &index.icmp;
         let files = &index.files;
-        let at = find_file(icmp, files, target);
+        let at = index.find(target);
         let Some(file) = files.get(at) else {
             return true;
         };
@@ -110,6 +112,8 @@ impl SecondLevel for LevelTables {
 pub(crate) struct LevelFileIter {
     icmp: InternalKeyComparator,
     files: Arc<[Arc<LiveFile>]>,
+    /// The version's fences of `files`, if it has them.
+    fences: Option<Arc<FileFences>>,
     /// The file the cursor is on; `files.len()` when none.
     index: usize,
     /// The value of the file at `index`, when there is one.
@@ -117,11 +121,16 @@ pub(crate) struct LevelFileIter {
 }
 
 impl LevelFileIter {
-    fn new(icmp: InternalKeyComparator, files: Arc<[Arc<LiveFile>]>) -> Self {
+    fn new(
+        icmp: InternalKeyComparator,
+        files: Arc<[Arc<LiveFile>]>,
+        fences: Option<Arc<FileFences>>,
+    ) -> Self {
         let index = files.len();
         LevelFileIter {
             icmp,
             files,
+            fences,
             index,
             value: [0; 16],
         }
@@ -133,6 +142,11 @@ impl LevelFileIter {
             self.value[..8].copy_from_slice(&f.number.to_le_bytes());
             self.value[8..].copy_from_slice(&f.file_size.to_le_bytes());
         }
+    }
+
+    /// The index of the first file whose largest key is at or after `target`.
+    fn find(&self, target: &[u8]) -> usize {
+        find_file_fenced(&self.icmp, &self.files, self.fences.as_deref(), target)
     }
 
     /// The file the cursor is on. Requires: `valid()`.
@@ -153,7 +167,7 @@ impl InternalIterator for LevelFileIter {
         self.go_to(self.files.len().saturating_sub(1));
     }
     fn seek(&mut self, target: &[u8]) {
-        self.go_to(find_file(&self.icmp, &self.files, target));
+        self.go_to(self.find(target));
     }
     fn next(&mut self) {
         self.go_to(self.index + 1);
@@ -238,9 +252,12 @@ mod tests {
     fn level_iter_with(env: &MemEnv, files: &[Arc<LiveFile>], defer_seeks: bool) -> LevelIter {
         let env: Arc<dyn Env> = Arc::new(env.clone());
         let cache = TableCache::new(env, Path::new("/db"), options(), None, 100);
+        // Fenced, as a version's levels of bytewise keys are.
+        let fences = FileFences::build(files.iter().map(|f| f.largest.as_slice())).map(Arc::new);
         super::level_iter(
             InternalKeyComparator::new(bytewise()),
             files.into(),
+            fences,
             Arc::new(cache),
             BlockReadOptions::default(),
             defer_seeks,

@@ -140,7 +140,7 @@ pub(crate) struct Version {
     icmp: InternalKeyComparator,
     /// Each sorted level's files' largest keys as integers, for point lookups (`None` for
     /// level 0, an empty level, or user keys not in bytewise order).
-    fences: [Option<FileFences>; NUM_LEVELS],
+    fences: [Option<Arc<FileFences>>; NUM_LEVELS],
     /// The level most in need of compaction and its score (>= 1 means compact it).
     pub(crate) compaction_level: usize,
     pub(crate) compaction_score: f64,
@@ -186,6 +186,7 @@ impl Version {
             (bytewise && level > 0)
                 .then(|| FileFences::build(sorted.iter().map(|f| f.largest.as_slice())))
                 .flatten()
+                .map(Arc::new)
         });
         let mut v = Version {
             fences,
@@ -563,6 +564,7 @@ impl Version {
                 out.push(Box::new(level_iter(
                     self.icmp.clone(),
                     Arc::clone(&self.files[level]),
+                    self.fences[level].clone(),
                     table_cache.clone(),
                     options,
                     Some(level) != deepest,
@@ -720,14 +722,30 @@ impl Version {
     /// [`find_file`] over sorted level `level` (>= 1), through its fences when it has them.
     #[inline]
     fn find_file_at(&self, level: usize, internal_key: &[u8]) -> usize {
-        let files = &self.files[level];
-        match &self.fences[level] {
-            Some(fences) => {
-                let (lo, hi) = fences.ties(internal_key);
-                lo + find_file(&self.icmp, &files[lo..hi], internal_key)
-            }
-            None => find_file(&self.icmp, files, internal_key),
+        find_file_fenced(
+            &self.icmp,
+            &self.files[level],
+            self.fences[level].as_deref(),
+            internal_key,
+        )
+    }
+}
+
+/// [`find_file`] through `fences`, the fences of `files`, if there are: whole keys are compared
+/// only for the files whose windows tie with `internal_key`'s.
+#[inline]
+pub(crate) fn find_file_fenced(
+    icmp: &InternalKeyComparator,
+    files: &[Arc<LiveFile>],
+    fences: Option<&FileFences>,
+    internal_key: &[u8],
+) -> usize {
+    match fences {
+        Some(fences) => {
+            let (lo, hi) = fences.ties(internal_key);
+            lo + find_file(icmp, &files[lo..hi], internal_key)
         }
+        None => find_file(icmp, files, internal_key),
     }
 }
 
