@@ -39,7 +39,7 @@ pub(crate) struct SpareCursor {
     pub(crate) read: BlockReadOptions,
     pub(crate) blob_cache: Arc<BlobCache>,
     pub(crate) sampler: ReadSampler,
-    /// Emptied, kept for their capacity.
+    /// Kept for their capacity (the next cursor clears them).
     pub(crate) saved_key: Vec<u8>,
     pub(crate) saved_value: Vec<u8>,
 }
