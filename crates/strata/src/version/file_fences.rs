@@ -14,7 +14,7 @@ use std::cmp::Ordering;
 
 use crate::comparator::common_prefix_len;
 use crate::key::user_key;
-use crate::table::count_below;
+use crate::table::{count_below, window};
 
 /// The windows of one sorted level's files' largest user keys (see the module's notes).
 ///
@@ -25,14 +25,6 @@ use crate::table::count_below;
 pub(crate) struct FileFences {
     prefix: Box<[u8]>,
     windows: Box<[u64]>,
-}
-
-/// The first eight bytes of `bytes`, zero-padded, as a big-endian number.
-fn window(bytes: &[u8]) -> u64 {
-    let mut buf = [0u8; 8];
-    let n = bytes.len().min(8);
-    buf[..n].copy_from_slice(&bytes[..n]);
-    u64::from_be_bytes(buf)
 }
 
 impl FileFences {

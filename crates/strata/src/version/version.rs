@@ -138,8 +138,8 @@ pub(crate) struct Version {
     /// `range_tombstones` as fragments; `None` when there is none.
     pub(crate) range_fragments: Option<Arc<Fragments>>,
     icmp: InternalKeyComparator,
-    /// Each sorted level's files' largest keys as integers, for point lookups (`None` for
-    /// level 0, an empty level, or user keys not in bytewise order).
+    /// Each sorted level's files' largest keys as integers, for point lookups and level
+    /// cursors (`None` for level 0, an empty level, or user keys not in bytewise order).
     fences: [Option<Arc<FileFences>>; NUM_LEVELS],
     /// The level most in need of compaction and its score (>= 1 means compact it).
     pub(crate) compaction_level: usize,

@@ -58,8 +58,9 @@ impl std::fmt::Debug for RestartFences {
 }
 
 /// The first eight bytes of `bytes`, zero-padded, as a big-endian number: comparing two
-/// windows as numbers orders them as the bytes would be (ties aside).
-fn window(bytes: &[u8]) -> u64 {
+/// windows as numbers orders them as the bytes would be (ties aside). (A level's file fences
+/// take their windows with it too.)
+pub(crate) fn window(bytes: &[u8]) -> u64 {
     let mut buf = [0u8; 8];
     let n = bytes.len().min(8);
     buf[..n].copy_from_slice(&bytes[..n]);
