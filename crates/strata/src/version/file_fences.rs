@@ -29,17 +29,24 @@ pub(crate) struct FileFences {
 
 impl FileFences {
     /// The fences of a sorted level whose files' largest internal keys are `largest`, in
-    /// order; `None` for an empty level.
+    /// order; `None` for an empty level, or for keys out of order (a damaged MANIFEST's level:
+    /// the whole-key search then meets it as it would without fences).
     pub(crate) fn build<'a>(largest: impl ExactSizeIterator<Item = &'a [u8]> + Clone) -> Option<Self> {
         let mut users = largest.clone().map(user_key);
         let first = users.next()?;
         let last = users.last().unwrap_or(first);
-        let prefix_len = common_prefix_len(first, last);
+        let prefix = &first[..common_prefix_len(first, last)];
+        let mut windows: Vec<u64> = Vec::with_capacity(largest.len());
+        for key in largest {
+            let w = window(user_key(key).strip_prefix(prefix)?);
+            if windows.last().is_some_and(|&before| before > w) {
+                return None;
+            }
+            windows.push(w);
+        }
         Some(FileFences {
-            prefix: first[..prefix_len].into(),
-            windows: largest
-                .map(|k| window(&user_key(k)[prefix_len..]))
-                .collect(),
+            prefix: prefix.into(),
+            windows: windows.into(),
         })
     }
 
@@ -126,5 +133,22 @@ mod tests {
             }
         }
         assert!(FileFences::build(std::iter::empty::<&[u8]>()).is_none());
+    }
+
+    /// A level out of order (a damaged MANIFEST) gets no fences, and building them does not
+    /// panic, even where a key in the middle is shorter than the ends' shared prefix.
+    #[test]
+    fn keys_out_of_order_get_no_fences() {
+        for users in [
+            vec![&b"abcd1"[..], b"a", b"abcd2"],
+            vec![&b"k2"[..], b"k1", b"k3"],
+            vec![&b"pp01xxxxxxxx9"[..], b"pp00", b"pp02"],
+        ] {
+            let largest: Vec<Vec<u8>> = users.iter().map(|u| ikey(u, 7)).collect();
+            assert!(
+                FileFences::build(largest.iter().map(Vec::as_slice)).is_none(),
+                "{users:?}"
+            );
+        }
     }
 }
