@@ -15,6 +15,7 @@ use std::sync::{Arc, Weak};
 use super::spare_cursor::SpareCursor;
 use super::{DbInner, ReadView};
 use crate::blob::BlobCache;
+use crate::comparator::compare_bytes;
 use crate::error::{Error, Result};
 use crate::iter::{Children, InternalIterator, MergingIter};
 use crate::key::{
@@ -588,7 +589,7 @@ impl DbIterator {
     #[inline]
     fn compare_user_keys(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
         if self.bytewise {
-            a.cmp(b)
+            compare_bytes(a, b)
         } else {
             self.merged.comparator().user_comparator().compare(a, b)
         }

@@ -1068,23 +1068,27 @@ impl EntryHeader {
 const MAX_ENTRY_HEADER: usize = 15;
 
 /// Decodes an entry's three lengths at the start of `src`: `(shared, non_shared, value_len,
-/// header bytes)`.
-#[inline]
+/// header bytes)`. The one-byte case is inlined into every step; longer lengths go out of line.
+#[inline(always)]
 fn decode_entry_lengths(src: &[u8]) -> Option<(usize, usize, usize, usize)> {
-    if src.len() >= 3 && (src[0] | src[1] | src[2]) < 0x80 {
-        // Fast path: all three lengths fit in one byte each.
-        Some((src[0] as usize, src[1] as usize, src[2] as usize, 3))
-    } else {
-        let (shared, a) = decode_varint32(src)?;
-        let (non_shared, b) = decode_varint32(&src[a..])?;
-        let (value_len, c) = decode_varint32(&src[a + b..])?;
-        Some((
-            shared as usize,
-            non_shared as usize,
-            value_len as usize,
-            a + b + c,
-        ))
+    match src {
+        [a, b, c, ..] if (a | b | c) < 0x80 => Some((*a as usize, *b as usize, *c as usize, 3)),
+        _ => decode_entry_varints(src),
     }
+}
+
+/// [`decode_entry_lengths`] when a length takes more than one byte (or `src` is short).
+#[inline(never)]
+fn decode_entry_varints(src: &[u8]) -> Option<(usize, usize, usize, usize)> {
+    let (shared, a) = decode_varint32(src)?;
+    let (non_shared, b) = decode_varint32(&src[a..])?;
+    let (value_len, c) = decode_varint32(&src[a + b..])?;
+    Some((
+        shared as usize,
+        non_shared as usize,
+        value_len as usize,
+        a + b + c,
+    ))
 }
 
 /// Decodes the header of the entry at `offset`, checking that the whole entry ends by `limit`.
@@ -1126,7 +1130,9 @@ pub struct BlockIter {
     current: usize,
     /// Offset just past the current entry.
     next_offset: usize,
-    /// The restart run the current entry belongs to.
+    /// A hint for backward steps: the restart run of the entry a seek or a backward step
+    /// landed on. Forward steps do not move it (the step stays a decode and a copy), so it
+    /// may lag behind the current entry; `load_run_before` checks it.
     restart_index: usize,
     /// The current key: rebuilt on the stack while it fits, so a cursor over short keys
     /// allocates nothing for them.
@@ -1269,11 +1275,6 @@ impl BlockIter {
         self.next_offset = h.end();
         self.value_start = h.value_start();
         self.value_len = h.value_len;
-        while self.restart_index + 1 < self.block.num_restarts
-            && self.block.restart_point(self.restart_index + 1) <= offset
-        {
-            self.restart_index += 1;
-        }
         true
     }
 
@@ -1310,13 +1311,26 @@ impl BlockIter {
             self.invalidate();
             return;
         }
-        // The run holding the entry before `before` starts at the last restart point < before.
-        let mut index = self.restart_index.min(self.block.num_restarts - 1);
-        while index > 0 && self.block.restart_point(index) >= before {
+        // The run holding the entry before `before` starts at the last restart point < before:
+        // the hint's run or the one before it when stepping back (a backward scan), else found
+        // by halving (after forward steps, which do not keep the hint).
+        let restarts = self.block.num_restarts;
+        let mut index = self.restart_index.min(restarts - 1);
+        if index > 0 && self.block.restart_point(index) >= before {
             index -= 1;
         }
-        while index + 1 < self.block.num_restarts && self.block.restart_point(index + 1) < before {
-            index += 1;
+        let starts_run = |i: usize| self.block.restart_point(i) < before;
+        if !(starts_run(index) && (index + 1 == restarts || !starts_run(index + 1))) {
+            let (mut lo, mut hi) = (0, restarts);
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if starts_run(mid) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            index = lo;
         }
         self.run.clear();
         self.run_keys.clear();
