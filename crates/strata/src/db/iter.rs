@@ -12,6 +12,7 @@ use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
+use super::key_buf::KeyBuf;
 use super::spare_cursor::SpareCursor;
 use super::{DbInner, ReadView};
 use crate::blob::BlobCache;
@@ -90,6 +91,23 @@ impl ReadSampler {
         self.bytes_until_sample -= bytes;
     }
 
+    /// Counts `bytes` read if that does not run the gap out (no sample due); false, counting
+    /// nothing, if it would.
+    #[inline]
+    fn take_without_sample(&mut self, bytes: u64) -> bool {
+        if self.bytes_until_sample < bytes {
+            return false;
+        }
+        self.bytes_until_sample -= bytes;
+        true
+    }
+
+    /// Undoes [`take_without_sample`](Self::take_without_sample).
+    #[inline]
+    fn give_back(&mut self, bytes: u64) {
+        self.bytes_until_sample += bytes;
+    }
+
     #[cold]
     fn sample(&mut self, version: &Version, user_key: &[u8], bytes: u64) {
         while self.bytes_until_sample < bytes {
@@ -163,7 +181,7 @@ pub struct DbIterator {
     direction: Direction,
     valid: bool,
     /// Reverse: the current key. Forward: scratch for the key being skipped.
-    saved_key: Vec<u8>,
+    saved_key: KeyBuf,
     /// Reverse: the current value.
     saved_value: Vec<u8>,
     error: Option<Error>,
@@ -286,7 +304,7 @@ impl CursorSource {
             seqno,
             direction: Direction::Forward,
             valid: false,
-            saved_key: Vec::new(),
+            saved_key: KeyBuf::default(),
             saved_value: Vec::new(),
             error: None,
             sampler: ReadSampler::new(db),
@@ -381,6 +399,7 @@ impl Drop for DbIterator {
 
 impl DbIterator {
     /// True if the cursor is on an entry.
+    #[inline]
     pub fn valid(&self) -> bool {
         self.valid
     }
@@ -401,6 +420,7 @@ impl DbIterator {
     /// assert_eq!(it.key(), b"a");
     /// # Ok::<(), strata::Error>(())
     /// ```
+    #[inline]
     pub fn key(&self) -> &[u8] {
         if !self.valid {
             return &[];
@@ -436,6 +456,7 @@ impl DbIterator {
     }
 
     /// The key of the entry the cursor is on. Requires `valid`.
+    #[inline]
     fn current_key(&self) -> &[u8] {
         match self.direction {
             Direction::Forward => user_key(self.merged.key()),
@@ -485,6 +506,7 @@ impl DbIterator {
     /// assert_eq!(it.value(), b""); // past the end
     /// # Ok::<(), strata::Error>(())
     /// ```
+    #[inline]
     pub fn value(&self) -> &[u8] {
         self.try_value().unwrap_or(&[])
     }
@@ -509,12 +531,18 @@ impl DbIterator {
     /// assert_eq!(it.try_value()?, b"1");
     /// # Ok::<(), strata::Error>(())
     /// ```
+    #[inline]
     pub fn try_value(&self) -> Result<&[u8]> {
         self.check_valid()?;
         let stored = self.stored_value();
         if !self.blob {
             return Ok(stored);
         }
+        self.blob_value(stored)
+    }
+
+    /// The value a blob pointer names, read once per entry.
+    fn blob_value(&self, stored: &[u8]) -> Result<&[u8]> {
         let resolved = self.resolved.get_or_init(|| {
             self.blob_cache
                 .read_encoded(self.key(), stored, self.read.verify_checksums)
@@ -526,6 +554,7 @@ impl DbIterator {
     }
 
     /// The current entry's value as the tree holds it: the value, or a blob pointer.
+    #[inline]
     fn stored_value(&self) -> &[u8] {
         match self.direction {
             Direction::Forward => self.merged.value(),
@@ -610,8 +639,7 @@ impl DbIterator {
                 match self.effective_kind(&k) {
                     ValueKind::Deletion | ValueKind::RangeDeletion => {
                         // Hide every older entry of this key.
-                        self.saved_key.clear();
-                        self.saved_key.extend_from_slice(k.user_key);
+                        self.saved_key.set(k.user_key);
                         skipping = true;
                     }
                     ValueKind::Value | ValueKind::BlobPointer => {
@@ -657,8 +685,7 @@ impl DbIterator {
                         self.saved_value.clear();
                     }
                     ValueKind::Value | ValueKind::BlobPointer => {
-                        self.saved_key.clear();
-                        self.saved_key.extend_from_slice(k.user_key);
+                        self.saved_key.set(k.user_key);
                         self.saved_value.clear();
                         self.saved_value.extend_from_slice(self.merged.value());
                     }
@@ -719,31 +746,67 @@ impl DbIterator {
     /// assert!(!it.valid()); // past the end
     /// # Ok::<(), strata::Error>(())
     /// ```
+    #[inline]
     pub fn next(&mut self) {
         if !self.valid {
             return;
         }
         if self.direction == Direction::Reverse {
-            // The merge is before the current key's entries: step into them, then skip them.
-            self.direction = Direction::Forward;
-            if self.merged.valid() {
-                self.merged.next();
-            } else {
-                self.merged.seek_to_first();
-            }
-            if !self.merged.valid() {
-                return self.stop();
-            }
-            // `saved_key` holds the current key, which is skipped.
-        } else {
-            self.saved_key.clear();
-            self.saved_key
-                .extend_from_slice(user_key(self.merged.key()));
-            self.merged.next();
-            if !self.merged.valid() {
-                return self.stop();
-            }
+            return self.next_after_reverse();
         }
+        self.saved_key.set(user_key(self.merged.key()));
+        self.merged.next();
+        if !self.merged.valid() {
+            return self.stop();
+        }
+        if !self.on_next_key() {
+            self.find_next_user_entry(true);
+        }
+    }
+
+    /// A forward step's common case, decided inline: the merge's entry is a value, visible,
+    /// not under a range deletion, of a user key after `saved_key`, and reading it takes no
+    /// read sample. Then the cursor is on it and this returns true; otherwise it changes
+    /// nothing and [`find_next_user_entry`](Self::find_next_user_entry) decides.
+    #[inline]
+    fn on_next_key(&mut self) -> bool {
+        let Some(k) = ParsedInternalKey::parse(self.merged.key()) else {
+            return false;
+        };
+        let bytes = (k.user_key.len() + self.merged.value().len()) as u64;
+        if k.kind != ValueKind::Value
+            || k.seqno > self.seqno
+            || !self.range_deletions.is_empty()
+            || !self.sampler.take_without_sample(bytes)
+        {
+            return false;
+        }
+        if !self.compare_user_keys(k.user_key, &self.saved_key).is_gt() {
+            // Counted above; the slow path counts the entry again. Give it back.
+            self.sampler.give_back(bytes);
+            return false;
+        }
+        self.resolved.take();
+        self.valid = true;
+        self.blob = false;
+        self.saved_key.clear();
+        true
+    }
+
+    /// [`next`](Self::next) on a cursor that moved backward last: the merge is before the
+    /// current key's entries; step into them, then skip them.
+    #[cold]
+    fn next_after_reverse(&mut self) {
+        self.direction = Direction::Forward;
+        if self.merged.valid() {
+            self.merged.next();
+        } else {
+            self.merged.seek_to_first();
+        }
+        if !self.merged.valid() {
+            return self.stop();
+        }
+        // `saved_key` holds the current key, which is skipped.
         self.find_next_user_entry(true);
     }
 
@@ -774,9 +837,7 @@ impl DbIterator {
         }
         if self.direction == Direction::Forward {
             // Move the merge before every entry of the current key.
-            self.saved_key.clear();
-            self.saved_key
-                .extend_from_slice(user_key(self.merged.key()));
+            self.saved_key.set(user_key(self.merged.key()));
             loop {
                 self.merged.prev();
                 if !self.merged.valid() {

@@ -26,6 +26,7 @@ mod checkpoint;
 mod destroy;
 mod flush;
 mod iter;
+mod key_buf;
 mod obsolete;
 mod open;
 mod pinned;

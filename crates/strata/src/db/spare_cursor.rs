@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::iter::ReadSampler;
+use super::key_buf::KeyBuf;
 use super::ReadView;
 use crate::blob::BlobCache;
 use crate::iter::MergingIter;
@@ -40,7 +41,7 @@ pub(crate) struct SpareCursor {
     pub(crate) blob_cache: Arc<BlobCache>,
     pub(crate) sampler: ReadSampler,
     /// Kept for their capacity (the next cursor clears them).
-    pub(crate) saved_key: Vec<u8>,
+    pub(crate) saved_key: KeyBuf,
     pub(crate) saved_value: Vec<u8>,
 }
 

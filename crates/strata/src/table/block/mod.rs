@@ -403,7 +403,7 @@ impl Block {
                 }
                 restart += 1;
             }
-            if !key.rebuild(h.shared, &self.data[h.key_delta..h.value_start()]) {
+            if !key.rebuild_in(h.shared, &self.data, h.key_delta, h.non_shared) {
                 return None;
             }
             builder.add(key.as_slice(), &self.data[h.value_start()..h.end()]);
@@ -512,7 +512,7 @@ impl Block {
         while offset < limit {
             let h = decode_entry(&self.data, offset, limit)
                 .ok_or_else(|| self.corruption(offset, "bad entry in block"))?;
-            if !key.rebuild(h.shared, &self.data[h.key_delta..h.value_start()]) {
+            if !key.rebuild_in(h.shared, &self.data, h.key_delta, h.non_shared) {
                 return Err(
                     self.corruption(offset, "block entry shares more than the previous key")
                 );
@@ -605,7 +605,7 @@ where
             reader.fill_to(end + SCAN_AHEAD)?;
         }
         let data = reader.decoded();
-        if end > data.len() || !key.rebuild(shared, &data[key_delta..key_delta + non_shared]) {
+        if end > data.len() || !key.rebuild_in(shared, data, key_delta, non_shared) {
             return Ok(None);
         }
         if key.as_slice().len() < crate::key::TAG_LEN {
@@ -970,6 +970,9 @@ impl Eq for BlockSlice {}
 /// Keys up to this long are rebuilt on the stack by [`Block::find`].
 pub(crate) const STACK_KEY_BYTES: usize = 128;
 
+/// Key deltas up to this long are copied as one fixed-size move ([`ScratchKey::rebuild_in`]).
+const WORD_COPY: usize = 16;
+
 /// A key rebuilt from prefix-compressed entries: on the stack while it fits, then on the
 /// heap.
 struct ScratchKey {
@@ -986,6 +989,26 @@ impl ScratchKey {
             len: 0,
             heap: None,
         }
+    }
+
+    /// [`rebuild`](Self::rebuild) with the delta `bytes[start..start + non_shared]`, where
+    /// `bytes` goes on past it (the entry's value follows its key): a delta of at most
+    /// [`WORD_COPY`] bytes is copied as one fixed-size move (bytes past the key land in the
+    /// stack buffer beyond `len`, unread), not a `memcpy` call of a length known only now.
+    /// Requires: `start + non_shared <= bytes.len()`.
+    #[inline]
+    fn rebuild_in(&mut self, shared: usize, bytes: &[u8], start: usize, non_shared: usize) -> bool {
+        if non_shared <= WORD_COPY && self.heap.is_none() && shared <= self.len {
+            if let (Some(src), Some(dst)) = (
+                bytes.get(start..start + WORD_COPY),
+                self.stack.get_mut(shared..shared + WORD_COPY),
+            ) {
+                dst.copy_from_slice(src);
+                self.len = shared + non_shared;
+                return true;
+            }
+        }
+        self.rebuild(shared, &bytes[start..start + non_shared])
     }
 
     /// Keeps the first `shared` bytes and appends `delta`; false if fewer than `shared` bytes
@@ -1266,7 +1289,7 @@ impl BlockIter {
         };
         if !self
             .key
-            .rebuild(h.shared, &self.block.data[h.key_delta..h.value_start()])
+            .rebuild_in(h.shared, &self.block.data, h.key_delta, h.non_shared)
         {
             self.fail(offset, "block entry shares more than the previous key");
             return false;
