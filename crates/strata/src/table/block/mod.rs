@@ -1130,6 +1130,35 @@ fn decode_entry(data: &[u8], offset: usize, limit: usize) -> Option<EntryHeader>
     })
 }
 
+/// Appends `key` to the keys in `buf[..used]` and returns where it ends. `buf` is kept at
+/// least [`APPEND_ROOM`] bytes longer than what it holds (zero-filled as it grows; the bytes
+/// past `used` are scratch), so that a key of up to that length is copied as two fixed-size
+/// moves that overlap rather than with a `memcpy` call.
+#[inline]
+fn append_key(buf: &mut Vec<u8>, used: usize, key: &[u8]) -> usize {
+    let n = key.len();
+    let end = used + n;
+    if buf.len() < end + APPEND_ROOM {
+        buf.resize((end + APPEND_ROOM).max(2 * buf.len()), 0);
+    }
+    let dst = &mut buf[used..end];
+    match n {
+        16..=APPEND_ROOM => {
+            dst[..16].copy_from_slice(&key[..16]);
+            dst[n - 16..].copy_from_slice(&key[n - 16..]);
+        }
+        8..=15 => {
+            dst[..8].copy_from_slice(&key[..8]);
+            dst[n - 8..].copy_from_slice(&key[n - 8..]);
+        }
+        _ => dst.copy_from_slice(key),
+    }
+    end
+}
+
+/// See [`append_key`].
+const APPEND_ROOM: usize = 32;
+
 /// One entry of the restart run cached for backward iteration.
 #[derive(Debug, Clone, Copy)]
 struct RunEntry {
@@ -1356,33 +1385,31 @@ impl BlockIter {
             index = lo;
         }
         self.run.clear();
-        self.run_keys.clear();
         let limit = self.block.restarts_offset;
         let mut offset = self.block.restart_point(index);
-        let mut prev_key_start = 0;
+        // Each key is rebuilt in `key` (the shared prefix stays, the delta is one move), then
+        // appended to `run_keys` at `used`. `key` is free: once the cursor is in the run, the
+        // run holds its key, and a step forward out of it rebuilds `key` from there.
+        let key = &mut self.key;
+        key.clear();
+        let mut used = 0;
         while offset < before {
             let Some(h) = decode_entry(&self.block.data, offset, limit) else {
                 self.fail(offset, "bad entry in block");
                 return;
             };
-            let prev_len = self.run_keys.len() - prev_key_start;
-            if h.shared > prev_len {
+            if !key.rebuild_in(h.shared, &self.block.data, h.key_delta, h.non_shared) {
                 self.fail(offset, "block entry shares more than the previous key");
                 return;
             }
-            let key_start = self.run_keys.len();
-            self.run_keys
-                .extend_from_within(prev_key_start..prev_key_start + h.shared);
-            self.run_keys
-                .extend_from_slice(&self.block.data[h.key_delta..h.value_start()]);
+            used = append_key(&mut self.run_keys, used, key.as_slice());
             self.run.push(RunEntry {
                 offset,
                 next_offset: h.end(),
-                key_end: self.run_keys.len(),
+                key_end: used,
                 value_start: h.value_start(),
                 value_len: h.value_len,
             });
-            prev_key_start = key_start;
             offset = h.end();
         }
         if offset != before {
