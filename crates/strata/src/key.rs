@@ -190,6 +190,17 @@ impl InternalKeyComparator {
     pub fn user_comparator(&self) -> &Arc<dyn Comparator> {
         &self.user
     }
+
+    /// Orders two user keys by the user comparator: inline when it is bytewise, with no
+    /// call through `user`.
+    #[inline]
+    pub(crate) fn compare_user(&self, a: &[u8], b: &[u8]) -> Ordering {
+        if self.bytewise {
+            compare_bytes(a, b)
+        } else {
+            self.user.compare(a, b)
+        }
+    }
 }
 
 impl fmt::Debug for InternalKeyComparator {

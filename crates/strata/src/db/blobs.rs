@@ -472,7 +472,7 @@ pub(crate) fn newest_older_pointer(
         let covers = ucmp.compare(key, user_key(&f.smallest)).is_ge()
             && ucmp.compare(key, user_key(&f.largest)).is_le();
         if covers {
-            found = lookup_in_table(&inner.table_cache, f, &read, &seek_key, ucmp, 0)?;
+            found = lookup_in_table(&inner.table_cache, f, &read, &seek_key, &inner.icmp, 0)?;
             if found.is_some() {
                 break;
             }

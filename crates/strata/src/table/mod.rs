@@ -16,7 +16,7 @@ mod snappy;
 use std::sync::Arc;
 
 pub use block::{Block, BlockIter, BlockSlice};
-pub(crate) use block::{count_below, window};
+pub(crate) use block::{count_below, window, window_after};
 pub use block_builder::BlockBuilder;
 pub use builder::TableBuilder;
 pub use format::{BlockHandle, Compression, Footer};

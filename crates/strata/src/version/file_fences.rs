@@ -12,9 +12,9 @@
 
 use std::cmp::Ordering;
 
-use crate::comparator::common_prefix_len;
+use crate::comparator::{common_prefix_len, compare_bytes};
 use crate::key::user_key;
-use crate::table::{count_below, window};
+use crate::table::{count_below, window, window_after};
 
 /// The windows of one sorted level's files' largest user keys (see the module's notes).
 ///
@@ -57,14 +57,14 @@ impl FileFences {
         let user = user_key(target);
         let files = self.windows.len();
         let shared = self.prefix.len().min(user.len());
-        match user[..shared].cmp(&self.prefix[..shared]) {
+        match compare_bytes(&user[..shared], &self.prefix[..shared]) {
             Ordering::Less => return (0, 0),
             Ordering::Greater => return (files, files),
             // A proper prefix of every largest key: smaller than all of them.
             Ordering::Equal if user.len() < self.prefix.len() => return (0, 0),
             Ordering::Equal => {}
         }
-        let q = window(&user[self.prefix.len()..]);
+        let q = window_after(user, self.prefix.len());
         let lo = count_below(&self.windows, q);
         // Ties are few (files whose largest keys agree on eight bytes past the prefix).
         let hi = lo + self.windows[lo..].iter().take_while(|&&w| w == q).count();

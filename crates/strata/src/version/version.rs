@@ -327,7 +327,7 @@ impl Version {
         seek_key: &[u8],
         floor: SeqNo,
     ) -> Result<(TableLookup, Option<SeekCharge>)> {
-        let ucmp = self.user_cmp();
+        let icmp = &self.icmp;
         // The first file read, and the one to charge once a second file is read; borrowed
         // from the version so that a lookup clones no `Arc` unless it charges a seek.
         let mut first_read: Option<(&'v Arc<LiveFile>, usize)> = None;
@@ -338,7 +338,7 @@ impl Version {
                 Some(first) if charge.is_none() => charge = Some(first),
                 Some(_) => {}
             }
-            file.lookup(table_cache, options, seek_key, ucmp, floor)
+            file.lookup(table_cache, options, seek_key, icmp, floor)
         };
 
         // Level 0, newest file first (invariant 1). A table its key filter rules out is not
@@ -346,8 +346,8 @@ impl Version {
         // this skip costs one load, so compacting the table would not make reads cheaper.
         let mut hash = None;
         for file in self.files[0].iter().rev() {
-            if ucmp.compare(user_key, user_key_of(&file.smallest)) != CmpOrdering::Less
-                && ucmp.compare(user_key, user_key_of(&file.largest)) != CmpOrdering::Greater
+            if icmp.compare_user(user_key, user_key_of(&file.smallest)) != CmpOrdering::Less
+                && icmp.compare_user(user_key, user_key_of(&file.largest)) != CmpOrdering::Greater
                 && file.may_hold_hashed(user_key, &mut hash)
             {
                 if let Some(answer) = search(file, 0)? {
@@ -361,7 +361,7 @@ impl Version {
             let Some(file) = files.get(index) else {
                 continue;
             };
-            if ucmp.compare(user_key, user_key_of(&file.smallest)) == CmpOrdering::Less {
+            if icmp.compare_user(user_key, user_key_of(&file.smallest)) == CmpOrdering::Less {
                 continue;
             }
             if let Some(answer) = search(file, level)? {
@@ -639,11 +639,11 @@ impl LiveFile {
         table_cache: &TableCache,
         options: &BlockReadOptions,
         seek_key: &[u8],
-        ucmp: &dyn Comparator,
+        icmp: &InternalKeyComparator,
         floor: SeqNo,
     ) -> Result<Option<TableLookup>> {
         self.with_table(table_cache, |table| {
-            lookup_in(table, options, seek_key, ucmp, floor)
+            lookup_in(table, options, seek_key, icmp, floor)
         })?
     }
 }
@@ -656,11 +656,11 @@ pub(crate) fn lookup_in_table(
     file: &FileMetaData,
     options: &BlockReadOptions,
     seek_key: &[u8],
-    ucmp: &dyn Comparator,
+    icmp: &InternalKeyComparator,
     floor: SeqNo,
 ) -> Result<Option<TableLookup>> {
     let table = table_cache.get(file.number, file.file_size)?;
-    lookup_in(&table, options, seek_key, ucmp, floor)
+    lookup_in(&table, options, seek_key, icmp, floor)
 }
 
 /// [`lookup_in_table`] in an open table.
@@ -668,13 +668,13 @@ fn lookup_in(
     table: &Table,
     options: &BlockReadOptions,
     seek_key: &[u8],
-    ucmp: &dyn Comparator,
+    icmp: &InternalKeyComparator,
     floor: SeqNo,
 ) -> Result<Option<TableLookup>> {
     let user_key = user_key_of(seek_key);
     let found = table.get_in_block(options, seek_key, |block, k, v| {
         let parsed = ParsedInternalKey::parse(k)?;
-        if ucmp.compare(parsed.user_key, user_key) != CmpOrdering::Equal {
+        if icmp.compare_user(parsed.user_key, user_key) != CmpOrdering::Equal {
             return None;
         }
         if parsed.seqno < floor {

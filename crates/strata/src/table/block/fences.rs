@@ -19,7 +19,7 @@
 use std::cmp::Ordering;
 
 use super::{decode_entry, Block};
-use crate::comparator::common_prefix_len;
+use crate::comparator::{common_prefix_len, compare_bytes};
 use crate::key::TAG_LEN;
 
 /// Restarts whose windows tie with the target's that [`RestartFences::narrow`] steps over
@@ -60,11 +60,29 @@ impl std::fmt::Debug for RestartFences {
 /// The first eight bytes of `bytes`, zero-padded, as a big-endian number: comparing two
 /// windows as numbers orders them as the bytes would be (ties aside). (A level's file fences
 /// take their windows with it too.)
+#[inline]
 pub(crate) fn window(bytes: &[u8]) -> u64 {
+    if let Some(word) = bytes.first_chunk::<8>() {
+        return u64::from_be_bytes(*word);
+    }
     let mut buf = [0u8; 8];
     let n = bytes.len().min(8);
     buf[..n].copy_from_slice(&bytes[..n]);
     u64::from_be_bytes(buf)
+}
+
+/// [`window`] of `bytes[start..]`, without copying a short tail byte by byte: the eight
+/// bytes that end `bytes` hold it, and a shift drops the bytes before it. Requires
+/// `start <= bytes.len()`.
+#[inline]
+pub(crate) fn window_after(bytes: &[u8], start: usize) -> u64 {
+    let tail = bytes.len() - start;
+    match (bytes[start..].first_chunk::<8>(), bytes.last_chunk::<8>()) {
+        (Some(word), _) => u64::from_be_bytes(*word),
+        (None, _) if tail == 0 => 0,
+        (None, Some(last)) => u64::from_be_bytes(*last) << (8 * (8 - tail)),
+        (None, None) => window(&bytes[start..]),
+    }
 }
 
 /// Windows a search counts one by one rather than halving further: counting has no chain of
@@ -163,14 +181,14 @@ impl RestartFences {
         let user = &target[..target.len().saturating_sub(TAG_LEN)];
         let covered = self.windows.len();
         let shared = self.prefix.len().min(user.len());
-        match user[..shared].cmp(&self.prefix[..shared]) {
+        match compare_bytes(&user[..shared], &self.prefix[..shared]) {
             // Before every covered key (so every key), or after all of them.
             Ordering::Less => return (0, 0),
             Ordering::Greater => return (covered - 1, self.restarts - 1),
             Ordering::Equal if user.len() < self.prefix.len() => return (0, 0),
             Ordering::Equal => {}
         }
-        let q = window(&user[self.prefix.len()..]);
+        let q = window_after(user, self.prefix.len());
         // Covered restarts before `lo` have smaller user keys (so smaller keys); from `hi` on,
         // larger, as are all the uncovered ones (the user key starts with the prefix).
         let lo = count_below(&self.windows, q);
@@ -189,6 +207,17 @@ impl RestartFences {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `window_after` is `window` of the tail, for every split of keys up to 20 bytes.
+    #[test]
+    fn window_after_is_the_tails_window() {
+        for len in 0..=20usize {
+            let key: Vec<u8> = (0..len).map(|i| (i * 29 + 3) as u8).collect();
+            for start in 0..=len {
+                assert_eq!(window_after(&key, start), window(&key[start..]), "{len} {start}");
+            }
+        }
+    }
 
     /// The halving steps and the count agree with a plain binary search at every length around
     /// the point where counting takes over, for every position of the target and ties.

@@ -21,7 +21,7 @@ use crate::table::format::BLOCK_TRAILER_SIZE;
 use crate::table::snappy::{SnappyProgress, SnappyReader};
 
 mod fences;
-pub(crate) use fences::{count_below, window, RestartFences};
+pub(crate) use fences::{count_below, window, window_after, RestartFences};
 
 /// A parsed block.
 ///
