@@ -662,9 +662,15 @@ impl DbIterator {
     /// Moving backward: collects the newest visible entry of the user key before the merge's
     /// position into `saved_key`/`saved_value`, leaving the merge before that key's entries.
     fn find_prev_user_entry(&mut self) {
+        self.find_prev_user_entry_from(ValueKind::Deletion);
+    }
+
+    /// [`find_prev_user_entry`](Self::find_prev_user_entry) picked up where it would be with
+    /// `kind` the kind of the entry saved so far (`Deletion`: none saved; a value kind: the
+    /// saved key and value are that entry's, and the merge is just before it).
+    fn find_prev_user_entry_from(&mut self, mut kind: ValueKind) {
         debug_assert_eq!(self.direction, Direction::Reverse);
         self.resolved.take();
-        let mut kind = ValueKind::Deletion;
         while self.merged.valid() {
             let Some(k) = ParsedInternalKey::parse(self.merged.key()) else {
                 return self.malformed_key();
@@ -831,27 +837,76 @@ impl DbIterator {
     /// assert!(!it.valid());
     /// # Ok::<(), strata::Error>(())
     /// ```
+    #[inline]
     pub fn prev(&mut self) {
         if !self.valid {
             return;
         }
         if self.direction == Direction::Forward {
-            // Move the merge before every entry of the current key.
-            self.saved_key.set(user_key(self.merged.key()));
-            loop {
-                self.merged.prev();
-                if !self.merged.valid() {
-                    return self.stop();
-                }
-                if self
-                    .compare_user_keys(user_key(self.merged.key()), &self.saved_key)
-                    .is_lt()
-                {
-                    break;
-                }
-            }
-            self.direction = Direction::Reverse;
+            return self.prev_after_forward();
         }
+        self.step_back();
+    }
+
+    /// A backward step from a cursor moving backward (the merge is on the last entry of the
+    /// key before the current one). The common case is decided inline: that entry is a
+    /// visible value, not under a range deletion, no read sample is due, and the entry before
+    /// it belongs to an earlier key (or there is none). Anything else goes on in
+    /// [`find_prev_user_entry_from`](Self::find_prev_user_entry_from) from where this got.
+    /// (The merge's entry is always visible here: a backward step stops only on a visible
+    /// entry of an earlier key. The check stays, as cheap as the invariant is far away.)
+    #[inline]
+    fn step_back(&mut self) {
+        if !self.merged.valid() {
+            return self.find_prev_user_entry();
+        }
+        let Some(k) = ParsedInternalKey::parse(self.merged.key()) else {
+            return self.find_prev_user_entry();
+        };
+        let bytes = (k.user_key.len() + self.merged.value().len()) as u64;
+        if k.kind != ValueKind::Value
+            || k.seqno > self.seqno
+            || !self.range_deletions.is_empty()
+            || !self.sampler.take_without_sample(bytes)
+        {
+            return self.find_prev_user_entry();
+        }
+        self.resolved.take();
+        self.saved_key.set(k.user_key);
+        self.saved_value.clear();
+        self.saved_value.extend_from_slice(self.merged.value());
+        self.merged.prev();
+        if self.merged.valid() {
+            // The entry before is counted when a step reads it as its own.
+            let earlier = ParsedInternalKey::parse(self.merged.key()).is_some_and(|p| {
+                p.seqno <= self.seqno && self.compare_user_keys(p.user_key, &self.saved_key).is_lt()
+            });
+            if !earlier {
+                return self.find_prev_user_entry_from(ValueKind::Value);
+            }
+        }
+        self.valid = true;
+        self.blob = false;
+    }
+
+    /// [`prev`](Self::prev) on a cursor that moved forward last: moves the merge before
+    /// every entry of the current key, then steps back.
+    #[cold]
+    fn prev_after_forward(&mut self) {
+        self.saved_key.set(user_key(self.merged.key()));
+        loop {
+            self.merged.prev();
+            if !self.merged.valid() {
+                return self.stop();
+            }
+            if self
+                .compare_user_keys(user_key(self.merged.key()), &self.saved_key)
+                .is_lt()
+            {
+                break;
+            }
+        }
+        self.direction = Direction::Reverse;
         self.find_prev_user_entry();
     }
 }
