@@ -4,7 +4,9 @@
 //! A forward scan copies every key it passes (to skip that key's older entries), so the copy is
 //! on the step's path. `Vec::extend_from_slice` copies with a call to `memcpy` for a length
 //! known only at run time, which costs more than the copy of a 16-byte key. A key of at most
-//! [`INLINE`] bytes is copied here as two fixed-size moves that overlap, into an inline array.
+//! [`INLINE`] bytes is copied here into an inline array with [`copy_key_bytes`].
+
+use crate::key::copy_key_bytes;
 
 /// Keys up to this long are kept inline.
 const INLINE: usize = 32;
@@ -45,21 +47,11 @@ impl KeyBuf {
     #[inline]
     pub(crate) fn set(&mut self, key: &[u8]) {
         let n = key.len();
-        match n {
-            // Two moves of a fixed size that overlap in the middle cover the whole key.
-            16..=INLINE => {
-                self.inline[..16].copy_from_slice(&key[..16]);
-                self.inline[n - 16..n].copy_from_slice(&key[n - 16..]);
-            }
-            8..=15 => {
-                self.inline[..8].copy_from_slice(&key[..8]);
-                self.inline[n - 8..n].copy_from_slice(&key[n - 8..]);
-            }
-            0..=7 => self.inline[..n].copy_from_slice(key),
-            _ => {
-                self.heap.clear();
-                self.heap.extend_from_slice(key);
-            }
+        if n <= INLINE {
+            copy_key_bytes(&mut self.inline[..n], key);
+        } else {
+            self.heap.clear();
+            self.heap.extend_from_slice(key);
         }
         self.len = n;
     }

@@ -252,7 +252,7 @@ impl<C: Comparator> MergingIter<C> {
     /// Steps the current child `cur` (the heap's root) on in the merge's direction (`wanted`:
     /// `Less` forward): it stays current if its new key still comes before the runner-up's;
     /// otherwise it sinks in the heap (or leaves it, when it has no more entries).
-    #[inline]
+    #[inline(always)]
     fn step(&mut self, cur: usize, wanted: Ordering) {
         debug_assert_eq!(self.heap.first(), Some(&cur), "the current child is the heap's root");
         let child = &mut self.children[cur];

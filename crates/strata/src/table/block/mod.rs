@@ -16,6 +16,7 @@ use crate::comparator::Comparator;
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
+use crate::key::copy_key_bytes;
 use crate::table::block_builder::BlockBuilder;
 use crate::table::format::BLOCK_TRAILER_SIZE;
 use crate::table::snappy::{SnappyProgress, SnappyReader};
@@ -1130,34 +1131,19 @@ fn decode_entry(data: &[u8], offset: usize, limit: usize) -> Option<EntryHeader>
     })
 }
 
-/// Appends `key` to the keys in `buf[..used]` and returns where it ends. `buf` is kept at
-/// least [`APPEND_ROOM`] bytes longer than what it holds (zero-filled as it grows; the bytes
-/// past `used` are scratch), so that a key of up to that length is copied as two fixed-size
-/// moves that overlap rather than with a `memcpy` call.
+/// Appends `key` to the keys in `buf[..used]` and returns where it ends. `buf` only grows
+/// (zero-filled, doubling; the bytes past `used` are left over from earlier runs), so that
+/// the copy lands in a slice already there, which [`copy_key_bytes`] fills without a
+/// `memcpy` call for keys of up to 32 bytes.
 #[inline]
 fn append_key(buf: &mut Vec<u8>, used: usize, key: &[u8]) -> usize {
-    let n = key.len();
-    let end = used + n;
-    if buf.len() < end + APPEND_ROOM {
-        buf.resize((end + APPEND_ROOM).max(2 * buf.len()), 0);
+    let end = used + key.len();
+    if buf.len() < end {
+        buf.resize(end.max(2 * buf.len()), 0);
     }
-    let dst = &mut buf[used..end];
-    match n {
-        16..=APPEND_ROOM => {
-            dst[..16].copy_from_slice(&key[..16]);
-            dst[n - 16..].copy_from_slice(&key[n - 16..]);
-        }
-        8..=15 => {
-            dst[..8].copy_from_slice(&key[..8]);
-            dst[n - 8..].copy_from_slice(&key[n - 8..]);
-        }
-        _ => dst.copy_from_slice(key),
-    }
+    copy_key_bytes(&mut buf[used..end], key);
     end
 }
-
-/// See [`append_key`].
-const APPEND_ROOM: usize = 32;
 
 /// One entry of the restart run cached for backward iteration.
 #[derive(Debug, Clone, Copy)]
