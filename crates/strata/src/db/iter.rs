@@ -16,7 +16,6 @@ use super::key_buf::KeyBuf;
 use super::spare_cursor::SpareCursor;
 use super::{DbInner, ReadView};
 use crate::blob::BlobCache;
-use crate::comparator::compare_bytes;
 use crate::error::{Error, Result};
 use crate::iter::{Children, InternalIterator, MergingIter};
 use crate::key::{
@@ -174,9 +173,6 @@ enum Direction {
 pub struct DbIterator {
     /// Taken by `drop` only (to keep it for the next cursor, `spare_cursor.rs`).
     merged: ManuallyDrop<MergingIter<InternalKeyComparator>>,
-    /// True if the user comparator orders bytewise: user keys are then compared inline, not
-    /// through it.
-    bytewise: bool,
     seqno: SeqNo,
     direction: Direction,
     valid: bool,
@@ -296,11 +292,9 @@ impl CursorSource {
         }
         view.version
             .add_iterators(read, &table_cache, &mut children)?;
-        let bytewise = icmp.user_comparator().is_bytewise();
         let range_deletions = view.range_fragment_sets();
         Ok(DbIterator {
             merged: ManuallyDrop::new(MergingIter::new(icmp, children)),
-            bytewise,
             seqno,
             direction: Direction::Forward,
             valid: false,
@@ -335,7 +329,6 @@ impl DbIterator {
         saved_key.clear();
         saved_value.clear();
         DbIterator {
-            bytewise: merged.comparator().user_comparator().is_bytewise(),
             merged: ManuallyDrop::new(merged),
             seqno,
             direction: Direction::Forward,
@@ -617,11 +610,7 @@ impl DbIterator {
     /// Orders two user keys by the database's comparator.
     #[inline]
     fn compare_user_keys(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-        if self.bytewise {
-            compare_bytes(a, b)
-        } else {
-            self.merged.comparator().user_comparator().compare(a, b)
-        }
+        self.merged.comparator().compare_user(a, b)
     }
 
     /// Moves to the first entry at or after the merge's position that is visible and not

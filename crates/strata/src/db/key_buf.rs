@@ -15,7 +15,6 @@ const INLINE: usize = 32;
 ///
 /// Invariant: the key is `inline[..len]` if `len <= INLINE`, else `heap` (whose length is
 /// `len`).
-#[derive(Clone)]
 pub(crate) struct KeyBuf {
     inline: [u8; INLINE],
     len: usize,
