@@ -70,6 +70,13 @@ pub trait RandomAccessFile: Send + Sync {
         let _ = (offset, len);
         None
     }
+
+    /// A hint that the `len` bytes at `offset` will be read soon: an implementation may start
+    /// bringing them closer (a mapped file asks the CPU to fetch them into its cache). It
+    /// reads nothing, reports nothing, and may do nothing, as the default does.
+    fn prefetch(&self, offset: u64, len: usize) {
+        let _ = (offset, len);
+    }
 }
 
 /// A file written by appending, as logs and tables are.

@@ -71,6 +71,13 @@ pub(crate) trait SecondLevel {
         Ok(())
     }
 
+    /// A hint, given when a backward walk has just opened the cursor `id` names: the cursor
+    /// before it is likely next. A second level may start fetching what that one reads (a
+    /// table prefetches the bytes before the block into the CPU cache). Default: nothing.
+    fn expect_previous(&self, id: Self::Id) {
+        let _ = id;
+    }
+
     /// [`InternalIterator::may_pass_seeks`] for the whole two-level cursor. Default: false.
     fn may_pass_seeks(&self) -> bool {
         false
@@ -212,6 +219,9 @@ impl<S: SecondLevel> TwoLevelIter<S> {
             }
             self.index.prev();
             self.load();
+            if let Some(id) = self.data_id {
+                self.second.expect_previous(id);
+            }
             if let Some(d) = self.data.as_mut() {
                 d.seek_to_last();
             }
@@ -241,6 +251,9 @@ impl<S: SecondLevel> InternalIterator for TwoLevelIter<S> {
     fn seek_to_last(&mut self) {
         self.index.seek_to_last();
         self.load();
+        if let Some(id) = self.data_id {
+            self.second.expect_previous(id);
+        }
         if let Some(d) = self.data.as_mut() {
             d.seek_to_last();
         }
@@ -321,6 +334,8 @@ mod tests {
     #[derive(Clone, Default)]
     struct Groups {
         groups: Vec<Vec<Entry>>,
+        /// The ids `expect_previous` was given, in order.
+        hints: std::rc::Rc<std::cell::RefCell<Vec<usize>>>,
         /// Opening this group fails.
         open_fails: Option<usize>,
         /// This group's cursor fails on its n-th move (0: the first).
@@ -349,6 +364,10 @@ mod tests {
                 it.fail_after(moves, damage());
             }
             Ok(it)
+        }
+
+        fn expect_previous(&self, id: usize) {
+            self.hints.borrow_mut().push(id);
         }
     }
 
@@ -399,6 +418,29 @@ mod tests {
         let (index, groups, model) = layout(&sizes());
         let mut it = TwoLevelIter::new(VecIter::new(index), groups);
         check_against_model(&mut it, &model, &*bytewise(), &probes(&model));
+    }
+
+    #[test]
+    fn a_backward_walk_hints_each_cursor_it_opens_and_a_forward_one_none() {
+        let (index, groups, model) = layout(&[2, 0, 3, 1]);
+        let hints = groups.hints.clone();
+        let mut it = TwoLevelIter::new(VecIter::new(index), groups);
+        it.seek_to_first();
+        let mut forward = 0;
+        while it.valid() {
+            forward += 1;
+            it.next();
+        }
+        assert_eq!(forward, model.len());
+        assert!(hints.borrow().is_empty());
+        it.seek_to_last();
+        let mut backward = Vec::new();
+        while it.valid() {
+            backward.push(it.key().to_vec());
+            it.prev();
+        }
+        assert_eq!(backward.len(), model.len());
+        assert_eq!(*hints.borrow(), [3, 2, 1, 0]);
     }
 
     #[test]

@@ -911,6 +911,16 @@ impl SecondLevel for DataBlocks {
         Ok(block.iter(self.table.icmp_dyn.clone()))
     }
 
+    /// Data blocks lie back to back, each with its trailer, and are of about one size: the
+    /// block before `handle` is about as long and ends where it starts.
+    fn expect_previous(&self, handle: BlockHandle) {
+        let len = handle.size.saturating_add(BLOCK_TRAILER_SIZE as u64);
+        let start = handle.offset.saturating_sub(len);
+        self.table
+            .file
+            .prefetch(start, (handle.offset - start) as usize);
+    }
+
     /// The cursor of the previous block, if any, is pointed at the new one: same comparator,
     /// its key and run buffers kept.
     #[inline]
