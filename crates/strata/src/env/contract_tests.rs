@@ -349,6 +349,35 @@ fn posix_file_whose_write_failed_is_never_written_again_not_even_at_drop() {
 }
 
 #[test]
+fn posix_large_append_goes_out_with_the_buffered_bytes_and_a_fault_cuts_the_pair() {
+    let tmp = tempfile::tempdir().unwrap();
+    let big: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    let whole = [&[9u8; 37][..], &big].concat();
+    // No fault: buffered bytes, then the large append, then more, in order.
+    let path = tmp.path().join("ok");
+    let mut f = PosixEnv::new().new_writable_file(&path).unwrap();
+    f.append(&[9; 37]).unwrap();
+    f.append(&big).unwrap();
+    f.append(b"tail").unwrap();
+    f.sync().unwrap();
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        [&whole[..], b"tail"].concat()
+    );
+    // The first write fails half way through the pair (inside the large append): what is on
+    // disk is that prefix, and the file is never written again.
+    let path = tmp.path().join("cut");
+    let env = PosixEnv::with_faults(FailNth::new(0));
+    let mut f = env.new_writable_file(&path).unwrap();
+    f.append(&[9; 37]).unwrap();
+    let e = f.append(&big).unwrap_err();
+    assert!(e.to_string().contains("No space left"), "{e}");
+    assert!(f.append(b"x").is_err() && f.flush().is_err());
+    drop(f);
+    assert_eq!(std::fs::read(&path).unwrap(), &whole[..whole.len() / 2]);
+}
+
+#[test]
 fn posix_file_whose_sync_failed_is_never_written_again() {
     let tmp = tempfile::tempdir().unwrap();
     let env = PosixEnv::with_faults(FailNth::new(1));
