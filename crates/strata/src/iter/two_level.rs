@@ -71,9 +71,16 @@ pub(crate) trait SecondLevel {
         Ok(())
     }
 
-    /// A hint, given when a backward walk has just opened the cursor `id` names: the cursor
-    /// before it is likely next. A second level may start fetching what that one reads (a
-    /// table prefetches the bytes before the block into the CPU cache). Default: nothing.
+    /// A hint, given when a forward walk has just opened the cursor `id` names (stepping
+    /// into it, or at `seek_to_first`; not at a seek, which may read no further): the cursor
+    /// after it is likely next. A second level may start fetching what that one reads (a
+    /// table prefetches the bytes after the block into the CPU cache). Default: nothing.
+    fn expect_next(&self, id: Self::Id) {
+        let _ = id;
+    }
+
+    /// [`expect_next`](Self::expect_next) for a backward walk: the cursor before `id`'s is
+    /// likely next. Default: nothing.
     fn expect_previous(&self, id: Self::Id) {
         let _ = id;
     }
@@ -203,6 +210,9 @@ impl<S: SecondLevel> TwoLevelIter<S> {
             }
             self.index.next();
             self.load();
+            if let Some(id) = self.data_id {
+                self.second.expect_next(id);
+            }
             if let Some(d) = self.data.as_mut() {
                 d.seek_to_first();
             }
@@ -242,6 +252,9 @@ impl<S: SecondLevel> InternalIterator for TwoLevelIter<S> {
     fn seek_to_first(&mut self) {
         self.index.seek_to_first();
         self.load();
+        if let Some(id) = self.data_id {
+            self.second.expect_next(id);
+        }
         if let Some(d) = self.data.as_mut() {
             d.seek_to_first();
         }
@@ -334,8 +347,8 @@ mod tests {
     #[derive(Clone, Default)]
     struct Groups {
         groups: Vec<Vec<Entry>>,
-        /// The ids `expect_previous` was given, in order.
-        hints: std::rc::Rc<std::cell::RefCell<Vec<usize>>>,
+        /// The ids `expect_next` (true) and `expect_previous` (false) were given, in order.
+        hints: std::rc::Rc<std::cell::RefCell<Vec<(bool, usize)>>>,
         /// Opening this group fails.
         open_fails: Option<usize>,
         /// This group's cursor fails on its n-th move (0: the first).
@@ -366,8 +379,12 @@ mod tests {
             Ok(it)
         }
 
+        fn expect_next(&self, id: usize) {
+            self.hints.borrow_mut().push((true, id));
+        }
+
         fn expect_previous(&self, id: usize) {
-            self.hints.borrow_mut().push(id);
+            self.hints.borrow_mut().push((false, id));
         }
     }
 
@@ -421,10 +438,12 @@ mod tests {
     }
 
     #[test]
-    fn a_backward_walk_hints_each_cursor_it_opens_and_a_forward_one_none() {
+    fn walks_hint_each_cursor_they_open_in_their_direction_and_seeks_none() {
         let (index, groups, model) = layout(&[2, 0, 3, 1]);
         let hints = groups.hints.clone();
         let mut it = TwoLevelIter::new(VecIter::new(index), groups);
+        it.seek(b"k00003");
+        assert!(it.valid() && hints.borrow().is_empty());
         it.seek_to_first();
         let mut forward = 0;
         while it.valid() {
@@ -432,15 +451,18 @@ mod tests {
             it.next();
         }
         assert_eq!(forward, model.len());
-        assert!(hints.borrow().is_empty());
+        let opened: Vec<(bool, usize)> = (0..4).map(|id| (true, id)).collect();
+        assert_eq!(*hints.borrow(), opened);
+        hints.borrow_mut().clear();
         it.seek_to_last();
-        let mut backward = Vec::new();
+        let mut backward = 0;
         while it.valid() {
-            backward.push(it.key().to_vec());
+            backward += 1;
             it.prev();
         }
-        assert_eq!(backward.len(), model.len());
-        assert_eq!(*hints.borrow(), [3, 2, 1, 0]);
+        assert_eq!(backward, model.len());
+        let opened: Vec<(bool, usize)> = (0..4).rev().map(|id| (false, id)).collect();
+        assert_eq!(*hints.borrow(), opened);
     }
 
     #[test]

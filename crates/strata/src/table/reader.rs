@@ -912,7 +912,19 @@ impl SecondLevel for DataBlocks {
     }
 
     /// Data blocks lie back to back, each with its trailer, and are of about one size: the
-    /// block before `handle` is about as long and ends where it starts.
+    /// block after `handle` starts where it ends and is about as long. Measured on a scan of
+    /// a 1M-entry database (readseq): without this, the first read of each block (its type
+    /// byte, at its end) missed the CPU cache, 5% of the scan's time; a prefetch of the next
+    /// two blocks was slower than of one.
+    fn expect_next(&self, handle: BlockHandle) {
+        let len = handle.size.saturating_add(BLOCK_TRAILER_SIZE as u64);
+        self.table
+            .file
+            .prefetch(handle.offset.saturating_add(len), len as usize);
+    }
+
+    /// As [`expect_next`](Self::expect_next): the block before `handle` is about as long and
+    /// ends where it starts.
     fn expect_previous(&self, handle: BlockHandle) {
         let len = handle.size.saturating_add(BLOCK_TRAILER_SIZE as u64);
         let start = handle.offset.saturating_sub(len);
