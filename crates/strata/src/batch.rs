@@ -190,11 +190,17 @@ impl WriteBatch {
         self.range_deletions
     }
 
+    /// The bytes the batch's buffer holds without growing.
+    pub(crate) fn capacity(&self) -> usize {
+        self.rep.capacity()
+    }
+
     /// Removes every operation.
     pub fn clear(&mut self) {
         self.rep.clear();
         self.rep.resize(BATCH_HEADER_LEN, 0);
         self.blob_pointers = false;
+        self.range_deletions = false;
     }
 
     /// The number of operations.

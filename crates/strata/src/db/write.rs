@@ -48,6 +48,18 @@ pub(crate) struct PendingWrite {
 }
 
 impl PendingWrite {
+    /// A queue entry for `batch`.
+    fn for_batch(batch: WriteBatch, sync: bool) -> Self {
+        PendingWrite {
+            size: batch.approximate_size(),
+            batch: Mutex::new(batch),
+            sync,
+            marker: false,
+            outcome: std::sync::OnceLock::new(),
+            wake: Condvar::new(),
+        }
+    }
+
     /// A queue entry that writes nothing: it holds the front of the queue for a memtable
     /// switch on request or a blob relocation, and is never taken into a group.
     pub(crate) fn marker() -> Self {
@@ -189,9 +201,11 @@ pub(crate) fn put(
 ) -> Result<()> {
     let threshold = inner.options.blob_threshold.filter(|&t| value.len() >= t);
     let (Some(threshold), false) = (threshold, inner.read_only) else {
-        let mut batch = WriteBatch::with_capacity(key.len() + value.len() + 11);
-        batch.put(key, value);
-        return write(inner, options, batch);
+        if inner.read_only {
+            return Err(Error::not_supported("the database was opened read-only"));
+        }
+        validate_entry(key, value)?;
+        return put_small(inner, options, key, value);
     };
     validate_entry(key, value)?;
     let op = BatchOp {
@@ -205,6 +219,52 @@ pub(crate) fn put(
     commit(inner, options, batch, user_bytes)
 }
 
+std::thread_local! {
+    /// The queue entry of this thread's last single put, when it came back unshared: the next
+    /// put fills its batch in place, so that a put allocates neither a batch nor an entry.
+    static SPARE_PUT: std::cell::Cell<Option<Arc<PendingWrite>>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Takes this thread's spare queue entry, if it has one (tests look at what a put left).
+#[cfg(test)]
+pub(crate) fn take_spare_put() -> Option<Arc<PendingWrite>> {
+    SPARE_PUT.take()
+}
+
+/// A spare entry's batch is kept only up to this capacity, so that one large put does not
+/// hold its buffer for the thread's lifetime.
+const SPARE_PUT_BYTES: usize = 64 << 10;
+
+/// A put of a validated `key → value` that stays in the tree, as a batch of one, in the
+/// thread's spare queue entry when it has one.
+fn put_small(inner: &Arc<DbInner>, options: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+    let mut me = SPARE_PUT
+        .take()
+        .unwrap_or_else(|| Arc::new(PendingWrite::for_batch(WriteBatch::new(), false)));
+    let user_bytes = {
+        // Only an entry nothing else holds is kept as a spare (below).
+        let entry = Arc::get_mut(&mut me).expect("a spare entry is not shared");
+        let batch = entry.batch.get_mut().unwrap_or_else(|e| e.into_inner());
+        batch.clear();
+        batch.put(key, value);
+        entry.size = batch.approximate_size();
+        entry.sync = options.sync;
+        entry.outcome = std::sync::OnceLock::new();
+        entry.size - BATCH_HEADER_LEN
+    };
+    let outcome = commit_entry(inner, &me, user_bytes);
+    // The leader of the group that took this entry in may still hold it for a moment after
+    // completing it: then it is not kept.
+    if let Some(entry) = Arc::get_mut(&mut me) {
+        let batch = entry.batch.get_mut().unwrap_or_else(|e| e.into_inner());
+        if batch.capacity() <= SPARE_PUT_BYTES {
+            SPARE_PUT.set(Some(me));
+        }
+    }
+    outcome
+}
+
 /// Queues `batch` (whose large values are already in blob files) and waits until it is
 /// committed, leading the group that commits it if it reaches the front first.
 fn commit(
@@ -213,16 +273,14 @@ fn commit(
     batch: WriteBatch,
     user_bytes: usize,
 ) -> Result<()> {
-    let me = Arc::new(PendingWrite {
-        size: batch.approximate_size(),
-        batch: Mutex::new(batch),
-        sync: options.sync,
-        marker: false,
-        outcome: std::sync::OnceLock::new(),
-        wake: Condvar::new(),
-    });
-    let outcome = match wait_for_turn(inner, &me) {
-        Ok(state) => lead_group(inner, state, &me),
+    let me = Arc::new(PendingWrite::for_batch(batch, options.sync));
+    commit_entry(inner, &me, user_bytes)
+}
+
+/// [`commit`] of a queue entry already made.
+fn commit_entry(inner: &Arc<DbInner>, me: &Arc<PendingWrite>, user_bytes: usize) -> Result<()> {
+    let outcome = match wait_for_turn(inner, me) {
+        Ok(state) => lead_group(inner, state, me),
         Err(outcome) => outcome,
     };
     if outcome.is_ok() {

@@ -558,3 +558,47 @@ fn uncompressed_tables_are_read_in_place_and_pinned_values_hold_no_file() {
     assert!(held_deleted.is_empty(), "{held_deleted:?}");
     drop(pinned);
 }
+
+#[test]
+fn puts_reuse_their_threads_queue_entry_across_databases_and_sizes() {
+    let (env_a, env_b) = (MemEnv::new(), MemEnv::new());
+    let a = Db::open(DIR, small_options(&env_a)).unwrap();
+    let b = Db::open(DIR, small_options(&env_b)).unwrap();
+    write::take_spare_put();
+    let big = vec![b'x'; 100_000];
+    let mut model_a = std::collections::BTreeMap::new();
+    let mut model_b = std::collections::BTreeMap::new();
+    for i in 0..200u32 {
+        let key = format!("k{:03}", i % 50).into_bytes();
+        let value = if i % 37 == 0 {
+            big.clone()
+        } else {
+            format!("v{i}").into_bytes()
+        };
+        let (db, model) = if i % 3 == 0 {
+            (&a, &mut model_a)
+        } else {
+            (&b, &mut model_b)
+        };
+        db.put_opt(&key, &value, &w()).unwrap();
+        model.insert(key, value);
+        // A queue entry comes back after each put, but not one that a 100 KB value grew.
+        assert_eq!(write::take_spare_put().is_some(), i % 37 != 0, "put {i}");
+        if i % 2 == 0 {
+            // Put the taken entry back only every other time: both paths are exercised.
+            db.put_opt(b"other", i.to_le_bytes(), &w()).unwrap();
+            model.insert(b"other".to_vec(), i.to_le_bytes().to_vec());
+        }
+    }
+    // A refused put leaves the database and the next put as they were.
+    let huge_key = vec![0u8; MAX_KEY_SIZE + 1];
+    assert!(a.put_opt(&huge_key, b"v", &w()).is_err());
+    for (db, model) in [(&a, &model_a), (&b, &model_b)] {
+        let got: std::collections::BTreeMap<_, _> = scan(db).into_iter().collect();
+        assert_eq!(&got, model);
+    }
+    drop((a, b));
+    let a = Db::open(DIR, small_options(&env_a)).unwrap();
+    let got: std::collections::BTreeMap<_, _> = scan(&a).into_iter().collect();
+    assert_eq!(got, model_a);
+}
