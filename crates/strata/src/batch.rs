@@ -355,6 +355,18 @@ mod tests {
     /// Regression (issue #15): a logged batch's sequence numbers were trusted: past 2^56 - 1
     /// they do not fit an internal key, and near u64::MAX replay's `seqno + count` overflowed.
     #[test]
+    fn clear_forgets_every_kind_of_operation() {
+        let mut batch = WriteBatch::new();
+        batch.put("a", "1");
+        batch.delete_range("b", "c");
+        assert!(batch.has_range_deletions());
+        batch.clear();
+        assert_eq!(batch.count(), 0);
+        assert!(!batch.has_range_deletions());
+        assert_eq!(batch, WriteBatch::new());
+    }
+
+    #[test]
     fn sequence_numbers_past_the_largest_are_corruption() {
         for (seqno, ops, ok) in [
             (MAX_SEQNO, 1, true),
