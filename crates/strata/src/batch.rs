@@ -352,8 +352,6 @@ impl<'a> Iterator for BatchIter<'a> {
 mod tests {
     use super::*;
 
-    /// Regression (issue #15): a logged batch's sequence numbers were trusted: past 2^56 - 1
-    /// they do not fit an internal key, and near u64::MAX replay's `seqno + count` overflowed.
     #[test]
     fn clear_forgets_every_kind_of_operation() {
         let mut batch = WriteBatch::new();
@@ -366,6 +364,8 @@ mod tests {
         assert_eq!(batch, WriteBatch::new());
     }
 
+    /// Regression (issue #15): a logged batch's sequence numbers were trusted: past 2^56 - 1
+    /// they do not fit an internal key, and near u64::MAX replay's `seqno + count` overflowed.
     #[test]
     fn sequence_numbers_past_the_largest_are_corruption() {
         for (seqno, ops, ok) in [

@@ -199,15 +199,13 @@ pub(crate) fn put(
     key: &[u8],
     value: &[u8],
 ) -> Result<()> {
-    let threshold = inner.options.blob_threshold.filter(|&t| value.len() >= t);
-    let (Some(threshold), false) = (threshold, inner.read_only) else {
-        if inner.read_only {
-            return Err(Error::not_supported("the database was opened read-only"));
-        }
-        validate_entry(key, value)?;
+    if inner.read_only {
+        return Err(Error::not_supported("the database was opened read-only"));
+    }
+    validate_entry(key, value)?;
+    let Some(threshold) = inner.options.blob_threshold.filter(|&t| value.len() >= t) else {
         return put_small(inner, options, key, value);
     };
-    validate_entry(key, value)?;
     let op = BatchOp {
         kind: ValueKind::Value,
         key,

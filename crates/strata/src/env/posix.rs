@@ -337,7 +337,6 @@ impl PosixWritableFile {
         }
     }
 
-    /// `write_all`, with injected faults.
     /// Writes `first`, then `second`, in as few system calls as the kernel allows (one
     /// `writev` for both, as a rule). A fault injected here cuts the pair where it says.
     fn write_raw(&mut self, first: &[u8], second: &[u8]) -> Result<()> {
@@ -379,6 +378,7 @@ impl PosixWritableFile {
 /// `write_all` for a list of slices (`Write::write_all_vectored` is not stable): `writev`
 /// until every byte is written, retrying on `EINTR`.
 fn write_all_vectored(file: &mut File, mut slices: &mut [io::IoSlice<'_>]) -> io::Result<()> {
+    // Drops the empty slices in front, so that nothing left to write is an empty list.
     io::IoSlice::advance_slices(&mut slices, 0);
     while !slices.is_empty() {
         match file.write_vectored(slices) {
