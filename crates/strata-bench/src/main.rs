@@ -95,6 +95,13 @@ pub struct Flags {
     /// measure what the zero-copy calls save.
     #[arg(long)]
     pub copying_reads: bool,
+    /// readseq and readreverse: read every byte of every value the scan visits (a digest of
+    /// them), as a program that uses the values would. Off by default, as in LevelDB's
+    /// db_bench, whose scans take only the lengths: an engine that hands out pointers into
+    /// its pages (LMDB) then never loads a value, while one that checks or decompresses its
+    /// blocks (strata, LevelDB, RocksDB) has read every byte already.
+    #[arg(long)]
+    pub scan_reads_values: bool,
     /// seekrandom: after each seek, step forward this many times, reading every entry (a short
     /// range query, RocksDB's `--seek_nexts`). 0, the default, is LevelDB's seekrandom. strata,
     /// leveldb, rocksdb and lmdb support it.

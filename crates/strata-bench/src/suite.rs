@@ -367,6 +367,9 @@ impl<'a> Runner<'a> {
         if matches!(plan.op, Op::Get { .. } | Op::Seek) {
             note = format!("({} of {} found)", total.found, total.ops);
         }
+        if matches!(plan.op, Op::Scan { .. }) && flags.scan_reads_values {
+            note = format!("(values read, digest {:016x})", total.value_digest);
+        }
         Ok(Outcome {
             name: name.to_owned(),
             ops: total.ops,
@@ -441,6 +444,8 @@ struct WorkerResult {
     ops: u64,
     bytes: u64,
     found: u64,
+    /// `--scan_reads_values`: the sum of the [`value_digest`]s of the values a scan visited.
+    value_digest: u64,
     histogram: Histogram,
 }
 
@@ -449,6 +454,7 @@ impl WorkerResult {
         self.ops += other.ops;
         self.bytes += other.bytes;
         self.found += other.found;
+        self.value_digest = self.value_digest.wrapping_add(other.value_digest);
         self.histogram.merge(&other.histogram);
     }
 }
@@ -676,9 +682,14 @@ impl<'a> Worker<'a> {
 
     fn scan(&mut self, db: &dyn Engine, reverse: bool) -> EngineResult<WorkerResult> {
         let mut bytes = 0u64;
+        let mut digest = 0u64;
+        let reads_values = self.flags.scan_reads_values;
         let start = Instant::now();
         let n = db.scan(reverse, self.plan.count, &mut |k, v| {
             bytes += (k.len() + v.len()) as u64;
+            if reads_values {
+                digest = digest.wrapping_add(value_digest(v));
+            }
         })?;
         if let Some(h) = &mut self.histogram {
             // A scan is one call; its mean time per entry stands for each entry.
@@ -690,9 +701,25 @@ impl<'a> Worker<'a> {
         Ok(WorkerResult {
             ops: n,
             bytes,
+            value_digest: digest,
             ..WorkerResult::default()
         })
     }
+}
+
+/// A sum over every byte of `value` (eight at a time, so that it costs little beside loading
+/// them), which `--scan_reads_values` makes a scan compute: each byte is loaded, and any byte
+/// changed changes the result.
+fn value_digest(value: &[u8]) -> u64 {
+    let mut words = value.chunks_exact(8);
+    let mut sum = 0u64;
+    for w in &mut words {
+        sum = sum.wrapping_add(u64::from_le_bytes(w.try_into().expect("eight bytes")));
+    }
+    for (i, b) in words.remainder().iter().enumerate() {
+        sum = sum.wrapping_add(u64::from(*b) << (8 * i));
+    }
+    sum
 }
 
 #[cfg(test)]
@@ -754,6 +781,43 @@ mod tests {
         assert_eq!(runner.run_one("seekrandom").unwrap().found, Some(3000));
         runner.run_one("deleterandom").unwrap();
         assert_eq!(runner.run_one("readrandom").unwrap().found, Some(0));
+    }
+
+    #[test]
+    fn the_value_digest_changes_with_every_byte() {
+        // 100 bytes: twelve whole words and a remainder of four.
+        let value: Vec<u8> = (0..100u8).map(|i| i.wrapping_mul(37)).collect();
+        let base = value_digest(&value);
+        for i in 0..value.len() {
+            let mut changed = value.clone();
+            changed[i] ^= 1;
+            assert_ne!(value_digest(&changed), base, "byte {i}");
+        }
+        assert_eq!(value_digest(&[]), 0);
+    }
+
+    #[test]
+    fn scans_that_read_values_report_one_digest_both_ways() {
+        let dir = tempfile::tempdir().unwrap();
+        let reading = flags(&["--scan_reads_values"]);
+        let mut runner = Runner::new(&reading, "strata", dir.path());
+        runner.run_one("fillseq").unwrap();
+        let forward = runner.run_one("readseq").unwrap();
+        let backward = runner.run_one("readreverse").unwrap();
+        assert_eq!(forward.ops, 3000);
+        assert!(
+            forward.note.starts_with("(values read, digest "),
+            "{}",
+            forward.note
+        );
+        assert_ne!(forward.note, "(values read, digest 0000000000000000)");
+        // The same values, summed in the other order.
+        assert_eq!(forward.note, backward.note);
+        let dir = tempfile::tempdir().unwrap();
+        let plain = flags(&[]);
+        let mut runner = Runner::new(&plain, "strata", dir.path());
+        runner.run_one("fillseq").unwrap();
+        assert_eq!(runner.run_one("readseq").unwrap().note, "");
     }
 
     #[test]
