@@ -47,18 +47,6 @@ fn suite(env: &dyn Env, root: &Path) {
     m.read_exact_at(100_007, &mut five).unwrap();
     assert_eq!(&five, b"world");
     assert_eq!(r.read_to_vec(100_006, 6).unwrap(), b" world");
-    // A prefetch hint is only a hint: inside, across and past the end, or of nothing, it
-    // changes no byte and no read.
-    for (offset, len) in [
-        (0, 100_012),
-        (100_000, 64),
-        (100_010, 1 << 20),
-        (u64::MAX, 9),
-        (5, 0),
-    ] {
-        m.prefetch(offset, len);
-        r.prefetch(offset, len);
-    }
     assert_eq!(m.read_to_vec(0, 6).unwrap(), b"hello ");
     assert_eq!(r.read_to_vec(100_006, 6).unwrap(), b" world");
     for err in [

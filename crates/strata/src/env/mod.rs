@@ -70,28 +70,6 @@ pub trait RandomAccessFile: Send + Sync {
         let _ = (offset, len);
         None
     }
-
-    /// A hint that the `len` bytes at `offset` will be read soon: an implementation may start
-    /// bringing them closer (a mapped file asks the CPU to fetch them into its cache). It
-    /// reads nothing, reports nothing, and may do nothing, as the default does.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use strata::{Env, PosixEnv};
-    ///
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let path = dir.path().join("t");
-    /// std::fs::write(&path, vec![7u8; 8192]).unwrap();
-    /// let env = PosixEnv::new();
-    /// let file = env.new_mapped_file(&path).unwrap();
-    /// file.prefetch(4096, 4096); // the bytes a scan reads next
-    /// file.prefetch(1 << 40, 64); // past the end: nothing happens
-    /// assert_eq!(file.read_to_vec(4096, 2).unwrap(), [7, 7]);
-    /// ```
-    fn prefetch(&self, offset: u64, len: usize) {
-        let _ = (offset, len);
-    }
 }
 
 /// A file written by appending, as logs and tables are.

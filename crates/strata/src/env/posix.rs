@@ -202,25 +202,6 @@ impl SequentialFile for PosixSequentialFile {
     }
 }
 
-/// Issues a prefetch into all cache levels for each 64-byte line of `bytes`.
-#[inline]
-#[allow(unsafe_code)]
-fn prefetch_lines(bytes: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    for line in bytes.chunks(64) {
-        // SAFETY: a prefetch is a hint: it reads nothing the program sees and cannot fault,
-        // whatever the address; here it is also inside `bytes`, memory we may read. SSE, which
-        // the instruction needs, is part of every x86-64 CPU.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                line.as_ptr().cast(),
-            );
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
-}
-
 struct PosixRandomAccessFile {
     path: PathBuf,
     file: File,
@@ -234,14 +215,6 @@ impl RandomAccessFile for PosixRandomAccessFile {
         let map = self.map.as_ref()?;
         let start = usize::try_from(offset).ok()?;
         map.get(start..start.checked_add(len)?)
-    }
-
-    /// Asks the CPU to fetch the mapped bytes' cache lines (a prefetch per line, which loads
-    /// nothing into a register and never faults); bytes outside the mapping are left alone.
-    fn prefetch(&self, offset: u64, len: usize) {
-        if let Some(bytes) = self.mapped(offset, len) {
-            prefetch_lines(bytes);
-        }
     }
 
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {

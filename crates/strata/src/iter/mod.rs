@@ -3,6 +3,7 @@
 //! levels and merges).
 
 mod merging;
+mod read_ahead;
 mod two_level;
 #[cfg(test)]
 mod vec_iter;

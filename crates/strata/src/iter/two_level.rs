@@ -8,6 +8,7 @@
 //! types are generic parameters, so the per-entry path (`next`, `prev`, `key`, `value`) is
 //! monomorphized: no dynamic dispatch and no allocation is added to it.
 
+use super::read_ahead::ReadAhead;
 use super::InternalIterator;
 use crate::error::{Error, Result};
 
@@ -71,18 +72,21 @@ pub(crate) trait SecondLevel {
         Ok(())
     }
 
-    /// A hint, given when a forward walk has just opened the cursor `id` names (stepping
-    /// into it, or at `seek_to_first`; not at a seek, which may read no further): the cursor
-    /// after it is likely next. A second level may start fetching what that one reads (a
-    /// table prefetches the bytes after the block into the CPU cache). Default: nothing.
-    fn expect_next(&self, id: Self::Id) {
+    /// Asked when a forward walk has just opened the cursor `id` names (stepping into it, or
+    /// at `seek_to_first`; not at a seek, which may read no further): the cursor after it is
+    /// likely next. Returns the bytes that one will read, if they lie in memory (a table: the
+    /// stored bytes after the block, in its mapping), and the walk fetches them into the CPU
+    /// cache a little at each step through this cursor ([`ReadAhead`]). Default: none.
+    fn expect_next(&self, id: Self::Id) -> Option<&[u8]> {
         let _ = id;
+        None
     }
 
     /// [`expect_next`](Self::expect_next) for a backward walk: the cursor before `id`'s is
     /// likely next. Default: nothing.
-    fn expect_previous(&self, id: Self::Id) {
+    fn expect_previous(&self, id: Self::Id) -> Option<&[u8]> {
         let _ = id;
+        None
     }
 
     /// [`InternalIterator::may_pass_seeks`] for the whole two-level cursor. Default: false.
@@ -117,6 +121,9 @@ pub(crate) struct TwoLevelIter<S: SecondLevel> {
     data: Option<S::Iter>,
     data_id: Option<S::Id>,
     error: Option<Error>,
+    /// What the walk expects to read after the open cursor ([`SecondLevel::expect_next`]),
+    /// fetched a little at each step within it.
+    ahead: ReadAhead,
 }
 
 impl<S: SecondLevel> TwoLevelIter<S> {
@@ -128,6 +135,7 @@ impl<S: SecondLevel> TwoLevelIter<S> {
             data: None,
             data_id: None,
             error: None,
+            ahead: ReadAhead::default(),
         }
     }
 
@@ -211,7 +219,7 @@ impl<S: SecondLevel> TwoLevelIter<S> {
             self.index.next();
             self.load();
             if let Some(id) = self.data_id {
-                self.second.expect_next(id);
+                self.ahead.start(self.second.expect_next(id));
             }
             if let Some(d) = self.data.as_mut() {
                 d.seek_to_first();
@@ -230,7 +238,7 @@ impl<S: SecondLevel> TwoLevelIter<S> {
             self.index.prev();
             self.load();
             if let Some(id) = self.data_id {
-                self.second.expect_previous(id);
+                self.ahead.start(self.second.expect_previous(id));
             }
             if let Some(d) = self.data.as_mut() {
                 d.seek_to_last();
@@ -253,7 +261,7 @@ impl<S: SecondLevel> InternalIterator for TwoLevelIter<S> {
         self.index.seek_to_first();
         self.load();
         if let Some(id) = self.data_id {
-            self.second.expect_next(id);
+            self.ahead.start(self.second.expect_next(id));
         }
         if let Some(d) = self.data.as_mut() {
             d.seek_to_first();
@@ -265,7 +273,7 @@ impl<S: SecondLevel> InternalIterator for TwoLevelIter<S> {
         self.index.seek_to_last();
         self.load();
         if let Some(id) = self.data_id {
-            self.second.expect_previous(id);
+            self.ahead.start(self.second.expect_previous(id));
         }
         if let Some(d) = self.data.as_mut() {
             d.seek_to_last();
@@ -274,6 +282,8 @@ impl<S: SecondLevel> InternalIterator for TwoLevelIter<S> {
     }
 
     fn seek(&mut self, target: &[u8]) {
+        // What an earlier walk expected is not what this position reads next.
+        self.ahead.start(None);
         self.index.seek(target);
         self.load_then_seek(Some(target));
         self.skip_empty_forward();
@@ -285,6 +295,7 @@ impl<S: SecondLevel> InternalIterator for TwoLevelIter<S> {
             d.next();
             // The per-entry path: most steps stay inside the second-level cursor.
             if d.valid() {
+                self.ahead.step();
                 return;
             }
         }
@@ -297,6 +308,7 @@ impl<S: SecondLevel> InternalIterator for TwoLevelIter<S> {
             d.prev();
             // The per-entry path: most steps stay inside the second-level cursor.
             if d.valid() {
+                self.ahead.step();
                 return;
             }
         }
@@ -349,6 +361,8 @@ mod tests {
         groups: Vec<Vec<Entry>>,
         /// The ids `expect_next` (true) and `expect_previous` (false) were given, in order.
         hints: std::rc::Rc<std::cell::RefCell<Vec<(bool, usize)>>>,
+        /// What `expect_next` and `expect_previous` say the next cursor reads (none if empty).
+        read_next: Vec<u8>,
         /// Opening this group fails.
         open_fails: Option<usize>,
         /// This group's cursor fails on its n-th move (0: the first).
@@ -379,12 +393,14 @@ mod tests {
             Ok(it)
         }
 
-        fn expect_next(&self, id: usize) {
+        fn expect_next(&self, id: usize) -> Option<&[u8]> {
             self.hints.borrow_mut().push((true, id));
+            (!self.read_next.is_empty()).then_some(&self.read_next[..])
         }
 
-        fn expect_previous(&self, id: usize) {
+        fn expect_previous(&self, id: usize) -> Option<&[u8]> {
             self.hints.borrow_mut().push((false, id));
+            (!self.read_next.is_empty()).then_some(&self.read_next[..])
         }
     }
 
@@ -463,6 +479,27 @@ mod tests {
         assert_eq!(backward, model.len());
         let opened: Vec<(bool, usize)> = (0..4).rev().map(|id| (false, id)).collect();
         assert_eq!(*hints.borrow(), opened);
+    }
+
+    #[test]
+    fn walks_fetch_what_the_next_cursor_reads_a_little_per_step_and_seeks_fetch_nothing() {
+        let (index, mut groups, _) = layout(&[20, 5]);
+        groups.read_next = vec![0; 1000];
+        let mut it = TwoLevelIter::new(VecIter::new(index), groups);
+        it.seek_to_first();
+        assert_eq!(it.ahead.remaining(), 1000);
+        for _ in 0..3 {
+            it.next();
+        }
+        assert_eq!(it.ahead.remaining(), 1000 - 3 * 128);
+        it.seek(b"k00003");
+        assert_eq!(it.ahead.remaining(), 0, "a seek forgets what the walk expected");
+        it.next();
+        assert_eq!(it.ahead.remaining(), 0, "and expects nothing");
+        it.seek_to_last();
+        assert_eq!(it.ahead.remaining(), 1000);
+        it.prev();
+        assert_eq!(it.ahead.remaining(), 1000 - 128);
     }
 
     #[test]
