@@ -61,7 +61,7 @@ fn prefetch_line(address: usize) {
     // and never faults, whatever the address. SSE, which it needs, is part of every x86-64 CPU.
     unsafe {
         std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            address as *const i8,
+            std::ptr::without_provenance::<i8>(address),
         );
     }
     #[cfg(not(target_arch = "x86_64"))]

@@ -83,7 +83,8 @@ pub(crate) trait SecondLevel {
     }
 
     /// [`expect_next`](Self::expect_next) for a backward walk: the cursor before `id`'s is
-    /// likely next. Default: nothing.
+    /// likely next. Default: none. (A walk that turns around keeps the bytes it was given
+    /// until the next cursor opens: a few useless prefetches, nothing else.)
     fn expect_previous(&self, id: Self::Id) -> Option<&[u8]> {
         let _ = id;
         None

@@ -584,6 +584,27 @@ impl Table {
         Ok(Some(handle))
     }
 
+    /// What a walk reads ahead after (`forward`) or before the data block at `handle`: the
+    /// range's offset in the file and its length, or `None`.
+    #[cfg(test)]
+    pub(crate) fn read_ahead_range(
+        self: &Arc<Self>,
+        handle: BlockHandle,
+        forward: bool,
+    ) -> Option<(u64, usize)> {
+        let blocks = DataBlocks {
+            table: self.clone(),
+            options: BlockReadOptions::default(),
+        };
+        let bytes = if forward {
+            blocks.expect_next(handle)
+        } else {
+            blocks.expect_previous(handle)
+        }?;
+        let base = self.file.mapped(0, 1)?.as_ptr() as usize;
+        Some(((bytes.as_ptr() as usize - base) as u64, bytes.len()))
+    }
+
     /// A cursor over the table's entries.
     pub fn iter(self: &Arc<Self>, options: BlockReadOptions) -> TableIter {
         let blocks = DataBlocks {
@@ -898,7 +919,8 @@ struct DataBlocks {
 /// The stored length (contents and trailer) to read ahead for the block beside the one at
 /// `handle`, which is about as long: that block's own and a quarter more (blocks end where an
 /// entry does, so their lengths vary; the first byte a load reads is the type byte at the
-/// block's end), up to 64 KiB (a damaged handle asks for no more).
+/// block's end), up to 64 KiB (a damaged handle asks for no more). After the last data block
+/// this reaches into the filter and index blocks, never past the footer: harmless.
 fn neighbour_len(handle: BlockHandle) -> u64 {
     const MAX_READ_AHEAD: u64 = 64 << 10;
     let len = handle.size.saturating_add(BLOCK_TRAILER_SIZE as u64);

@@ -209,6 +209,58 @@ fn index_handles_are_the_index_entries() {
 }
 
 #[test]
+fn walks_read_ahead_the_neighbouring_block_in_the_mapping() {
+    use crate::env::PosixEnv;
+    use crate::table::format::{BLOCK_TRAILER_SIZE, FOOTER_SIZE};
+    let dir = tempfile::tempdir().unwrap();
+    let env = PosixEnv::new();
+    let options = TableOptions::default();
+    let path = dir.path().join("000011.ldb");
+    let size = build_file(&env, &path, &options, &model(600));
+    let mapped = env.new_mapped_file(&path).unwrap();
+    let table = Arc::new(Table::open(options.clone(), mapped, &path, size, None).unwrap());
+    let handles = table.index_handles().unwrap();
+    assert!(handles.len() > 3, "{} blocks", handles.len());
+    let data_end = size - FOOTER_SIZE as u64;
+    // A quarter more than the block's stored length (contents and trailer).
+    let ahead = |h: &BlockHandle| {
+        let stored = h.size + BLOCK_TRAILER_SIZE as u64;
+        stored + stored / 4
+    };
+    for (i, h) in handles.iter().enumerate() {
+        let end = h.offset + h.size + BLOCK_TRAILER_SIZE as u64;
+        if let Some(next) = handles.get(i + 1) {
+            assert_eq!(end, next.offset, "blocks lie back to back");
+        }
+        let expected = (end, (end + ahead(h)).min(data_end) - end);
+        assert_eq!(
+            table.read_ahead_range(*h, true),
+            Some((expected.0, expected.1 as usize)),
+            "after block {i}"
+        );
+        let before = ahead(h).min(h.offset);
+        assert_eq!(
+            table.read_ahead_range(*h, false),
+            Some((h.offset - before, before as usize)),
+            "before block {i}"
+        );
+    }
+    assert_eq!(table.read_ahead_range(handles[0], false), Some((0, 0)));
+    let damaged = BlockHandle {
+        offset: u64::MAX,
+        size: u64::MAX,
+    };
+    assert_eq!(table.read_ahead_range(damaged, true), None);
+    assert_eq!(table.read_ahead_range(damaged, false), None);
+    // Read, not mapped: nothing to read ahead.
+    let mem = MemEnv::new();
+    let size = build(&mem, &options, &model(600));
+    let table = open(&mem, &options, size, None).unwrap();
+    let first = table.index_handles().unwrap()[0];
+    assert_eq!(table.read_ahead_range(first, true), None);
+}
+
+#[test]
 fn bloom_filter_skips_data_blocks_for_absent_keys() {
     let options = TableOptions {
         filter_policy: Some(Arc::new(BloomFilterPolicy::new(10))),
