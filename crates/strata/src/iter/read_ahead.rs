@@ -3,9 +3,9 @@
 //! scan, lying in the table's mapping), brought into the CPU cache a few lines per step.
 //!
 //! A walk that asked for a whole block at once, when it opened the block before, issued one
-//! prefetch per line in a burst (36 for a compressed 4 KiB block, 64 uncompressed): more than
-//! the CPU has line-fill buffers, so the burst stalled until lines arrived, 3.5% of a forward
-//! scan's time and 10% of an uncompressed one's. Two lines per step keep a few in flight and
+//! prefetch per line in a burst (33-36 for a 4 KiB block stored compressed, 64 uncompressed):
+//! more than the CPU has line-fill buffers, so the burst stalled until lines arrived, 3.5% of
+//! a forward scan's time and 10% of an uncompressed one's. Two lines per step keep a few in flight and
 //! still finish long before the block is needed: a block holds 30-40 entries of 100 bytes,
 //! and 64 lines take 32 steps.
 
