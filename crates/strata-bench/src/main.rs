@@ -158,6 +158,12 @@ pub struct Flags {
 }
 
 impl Flags {
+    /// The flags as given no arguments: every knob at its default, to tell which ones a user
+    /// set (`--compare` passes those on to its children).
+    pub fn default_knobs() -> Flags {
+        Flags::parse_from(["db_bench"])
+    }
+
     /// Reads per thread for read benchmarks.
     pub fn reads(&self) -> u64 {
         u64::try_from(self.reads).unwrap_or(self.num)

@@ -303,6 +303,13 @@ pub fn run(flags: &Flags) -> Result<(), String> {
             ));
         }
     }
+    if flags.use_existing_db {
+        return Err(
+            "--compare makes a fresh database for each run: --use_existing_db does not \
+                    apply"
+                .into(),
+        );
+    }
     let plan = plan(flags)?;
     let scratch = tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?;
     let mut results: Results = BTreeMap::new();
@@ -385,34 +392,7 @@ fn run_one(
     dir: &Path,
 ) -> Result<JsonRun, String> {
     let mut cmd = Command::new(exe);
-    cmd.arg(format!("--engine={engine}"))
-        .arg(format!(
-            "--benchmarks={}",
-            config.benchmarks.replace(char::is_whitespace, "")
-        ))
-        .arg(format!("--num={num}"))
-        .arg(format!("--key_order={:?}", flags.key_order).to_lowercase())
-        .arg(format!("--db={}", dir.display()))
-        .arg("--json");
-    if flags.no_verify_checksums {
-        cmd.arg("--no_verify_checksums");
-    }
-    // The engine knobs a comparison may set for every engine alike.
-    if flags.bloom_bits >= 0 {
-        cmd.arg(format!("--bloom_bits={}", flags.bloom_bits));
-    }
-    if let Some(n) = flags.l0_slowdown_writes_trigger {
-        cmd.arg(format!("--l0_slowdown_writes_trigger={n}"));
-    }
-    if let Some(n) = flags.l0_stop_writes_trigger {
-        cmd.arg(format!("--l0_stop_writes_trigger={n}"));
-    }
-    // Configurations that set memory override the user's sizes; the others keep them.
-    if !config.extra.iter().any(|f| f.starts_with("--cache_size")) {
-        cmd.arg(format!("--cache_size={}", flags.cache_size));
-        cmd.arg(format!("--write_buffer_size={}", flags.write_buffer_size));
-    }
-    cmd.args(config.extra);
+    cmd.args(child_args(flags, config, num, engine, dir));
     let out = cmd
         .output()
         .map_err(|e| format!("running {}: {e}", exe.display()))?;
@@ -425,6 +405,105 @@ fn run_one(
     }
     serde_json::from_slice(&out.stdout)
         .map_err(|e| format!("{} on {engine}: unreadable results: {e}", config.id))
+}
+
+/// The child db_bench's arguments for one configuration at `num` entries on one engine: what
+/// the configuration sets (its benchmarks, `num`, its `extra` flags), then every workload and
+/// engine knob the user gave `--compare` that the configuration does not set itself, so that a
+/// comparison with `--no_compression` (say) runs every child with it. A flag the configuration
+/// sets wins over the user's (the memory configurations set both sizes; `large-reads` sets
+/// the value size).
+fn child_args(flags: &Flags, config: &Config, num: u64, engine: &str, dir: &Path) -> Vec<String> {
+    let mut args = vec![
+        format!("--engine={engine}"),
+        format!(
+            "--benchmarks={}",
+            config.benchmarks.replace(char::is_whitespace, "")
+        ),
+        format!("--num={num}"),
+        format!("--key_order={:?}", flags.key_order).to_lowercase(),
+        format!("--db={}", dir.display()),
+        "--json".to_owned(),
+    ];
+    let sets = |name: &str| {
+        config
+            .extra
+            .iter()
+            .any(|f| f.split('=').next() == Some(name))
+    };
+    // The memory configurations set both sizes; they are a pair, and so are the user's.
+    let sets_memory = sets("--cache_size") || sets("--write_buffer_size");
+    let defaults = Flags::default_knobs();
+    let mut knob = |name: &str, value: Option<String>, differs: bool| {
+        if !differs || sets(name) {
+            return;
+        }
+        args.push(match value {
+            Some(v) => format!("{name}={v}"),
+            None => name.to_owned(),
+        });
+    };
+    knob(
+        "--reads",
+        Some(flags.reads.to_string()),
+        flags.reads != defaults.reads,
+    );
+    knob(
+        "--key_size",
+        Some(flags.key_size.to_string()),
+        flags.key_size != defaults.key_size,
+    );
+    knob(
+        "--value_size",
+        Some(flags.value_size.to_string()),
+        flags.value_size != defaults.value_size,
+    );
+    knob(
+        "--compression_ratio",
+        Some(flags.compression_ratio.to_string()),
+        flags.compression_ratio != defaults.compression_ratio,
+    );
+    knob(
+        "--row_cache_size",
+        Some(flags.row_cache_size.to_string()),
+        flags.row_cache_size != defaults.row_cache_size,
+    );
+    knob(
+        "--l0_slowdown_writes_trigger",
+        flags.l0_slowdown_writes_trigger.map(|n| n.to_string()),
+        flags.l0_slowdown_writes_trigger.is_some(),
+    );
+    knob(
+        "--l0_stop_writes_trigger",
+        flags.l0_stop_writes_trigger.map(|n| n.to_string()),
+        flags.l0_stop_writes_trigger.is_some(),
+    );
+    knob(
+        "--bloom_bits",
+        Some(flags.bloom_bits.to_string()),
+        flags.bloom_bits != defaults.bloom_bits,
+    );
+    knob("--no_compression", None, flags.no_compression);
+    knob("--no_verify_checksums", None, flags.no_verify_checksums);
+    knob("--copying_reads", None, flags.copying_reads);
+    knob("--scan_reads_values", None, flags.scan_reads_values);
+    knob(
+        "--seek_nexts",
+        Some(flags.seek_nexts.to_string()),
+        flags.seek_nexts != defaults.seek_nexts,
+    );
+    knob(
+        "--threads",
+        Some(flags.threads.to_string()),
+        flags.threads != defaults.threads,
+    );
+    knob("--histogram", None, flags.histogram);
+    if !sets_memory {
+        args.push(format!("--cache_size={}", flags.cache_size));
+        args.push(format!("--write_buffer_size={}", flags.write_buffer_size));
+    }
+    args.extend(config.extra.iter().map(|f| f.to_string()));
+    args
 }
 
 #[cfg(test)]
@@ -462,6 +541,91 @@ mod tests {
         assert_eq!(scale[0], ("scale-1000000".to_owned(), 1_000_000));
         assert_eq!(scale[1], ("scale-10000000".to_owned(), 10_000_000));
         assert!(keys(&["--configs=scale", "--scale_nums=0"]).is_err());
+    }
+
+    fn child(args: &[&str], config: &str) -> Vec<String> {
+        let flags = Flags::parse_from([&["db_bench", "--compare"], args].concat());
+        let config = CONFIGS.iter().find(|c| c.id == config).unwrap();
+        child_args(&flags, config, 1000, "strata", Path::new("/d"))
+    }
+
+    fn count(args: &[String], name: &str) -> usize {
+        args.iter()
+            .filter(|a| a.split('=').next() == Some(name))
+            .count()
+    }
+
+    #[test]
+    fn children_get_every_knob_the_user_set() {
+        let plain = child(&[], "seq-reads");
+        for knob in [
+            "--no_compression",
+            "--scan_reads_values",
+            "--value_size",
+            "--seek_nexts",
+            "--threads",
+            "--bloom_bits",
+        ] {
+            assert_eq!(
+                count(&plain, knob),
+                0,
+                "{knob} is at its default: {plain:?}"
+            );
+        }
+        let set = child(
+            &[
+                "--no_compression",
+                "--scan_reads_values",
+                "--copying_reads",
+                "--value_size=200",
+                "--seek_nexts=3",
+                "--threads=2",
+                "--bloom_bits=10",
+                "--reads=500",
+                "--l0_stop_writes_trigger=40",
+            ],
+            "seq-reads",
+        );
+        for knob in [
+            "--no_compression",
+            "--scan_reads_values",
+            "--copying_reads",
+            "--value_size=200",
+            "--seek_nexts=3",
+            "--threads=2",
+            "--bloom_bits=10",
+            "--reads=500",
+            "--l0_stop_writes_trigger=40",
+        ] {
+            assert!(set.iter().any(|a| a == knob), "{knob} missing: {set:?}");
+        }
+        // The child must parse what it is given.
+        Flags::try_parse_from(std::iter::once("db_bench".to_owned()).chain(set)).unwrap();
+    }
+
+    #[test]
+    fn a_configuration_s_own_flags_win_and_are_given_once() {
+        // nocompression sets --no_compression itself; large-reads sets the value size; the
+        // memory configurations set both sizes.
+        let args = child(&["--no_compression"], "nocompression");
+        assert_eq!(count(&args, "--no_compression"), 1, "{args:?}");
+        let args = child(&["--value_size=200"], "large-reads");
+        assert_eq!(count(&args, "--value_size"), 1, "{args:?}");
+        assert!(args.iter().any(|a| a == "--value_size=100000"), "{args:?}");
+        let args = child(&["--cache_size=1000"], "memory-reads");
+        assert_eq!(count(&args, "--cache_size"), 1, "{args:?}");
+        assert_eq!(count(&args, "--write_buffer_size"), 1, "{args:?}");
+        assert!(
+            args.iter().any(|a| a == "--cache_size=125829120"),
+            "{args:?}"
+        );
+        let args = child(&["--cache_size=1000"], "baseline");
+        assert!(args.iter().any(|a| a == "--cache_size=1000"), "{args:?}");
+        for config in CONFIGS {
+            let args = child(&["--no_compression", "--value_size=200"], config.id);
+            Flags::try_parse_from(std::iter::once("db_bench".to_owned()).chain(args.clone()))
+                .unwrap_or_else(|e| panic!("{}: {e}: {args:?}", config.id));
+        }
     }
 
     #[test]
