@@ -326,3 +326,43 @@ fn a_malformed_pointer_names_what_is_known() {
         other => panic!("{other}"),
     }
 }
+
+/// On a real disk a blob file asks for space ahead of its appends (so that the `write` of
+/// each value does not allocate as it goes), its length stays what was appended, and the
+/// space not filled is given back when the writer is dropped.
+#[test]
+fn a_posix_blob_file_reserves_ahead_and_gives_back_the_rest() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let env = crate::env::PosixEnv::new();
+    let mut w = BlobFileWriter::create(&env, tmp.path(), 9).unwrap();
+    let path = crate::filename::blob_file(tmp.path(), 9);
+    let allocated = || std::fs::metadata(&path).unwrap().blocks() * 512;
+    let mut pointers = Vec::new();
+    for i in 0..50u32 {
+        let key = format!("key{i:03}").into_bytes();
+        pointers.push(w.add(&key, &value_of(i, 100_000), Compression::None).unwrap());
+        w.flush().unwrap();
+    }
+    let len = w.len();
+    assert_eq!(env.file_size(&path).unwrap(), len);
+    let while_open = allocated();
+    w.sync().unwrap();
+    drop(w);
+    let after = allocated();
+    assert!(after < len + (1 << 20), "{after} bytes allocated for {len}");
+    // Where the file system allocates ahead, the writer had space past its end.
+    if while_open > after {
+        assert!(while_open >= len, "{while_open} < {len}");
+    }
+    let mut scan = BlobScanner::open(&env, &path).unwrap();
+    let mut n = 0;
+    while let Some(r) = scan.next() {
+        let r = r.unwrap();
+        assert_eq!(r.pointer, pointers[n]);
+        assert_eq!(r.value(&path).unwrap(), value_of(n as u32, 100_000));
+        n += 1;
+    }
+    assert_eq!(n, 50);
+    assert_eq!(scan.position(), len);
+}

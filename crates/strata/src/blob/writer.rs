@@ -11,6 +11,10 @@ use crate::filename::blob_file;
 use crate::table::format::BlockCompressor;
 use crate::table::Compression;
 
+/// How far ahead of its appends a blob file asks the environment for space
+/// ([`WritableFile::reserve`]): one call per this many bytes of values.
+const RESERVE_AHEAD: u64 = 4 << 20;
+
 /// Appends records to a new blob file. Not shared: its owner (the write path, or a garbage
 /// collection) serializes the appends.
 ///
@@ -24,6 +28,8 @@ pub struct BlobFileWriter {
     len: u64,
     /// Bytes known durable (`len` at the last successful sync).
     synced_len: u64,
+    /// The end of the space last reserved ahead of the appends (`len` or more).
+    reserved_to: u64,
     records: u64,
     /// The sum of the stored value lengths.
     value_bytes: u64,
@@ -62,6 +68,7 @@ impl BlobFileWriter {
             file,
             len: BLOB_HEADER_LEN,
             synced_len: 0,
+            reserved_to: BLOB_HEADER_LEN,
             records: 0,
             value_bytes: 0,
             header,
@@ -170,6 +177,12 @@ impl BlobFileWriter {
             compression: kind,
             crc: value_crc,
         };
+        let end = pointer.offset + pointer.len;
+        if end > self.reserved_to {
+            let ahead = RESERVE_AHEAD.max(end - self.len);
+            self.file.reserve(ahead);
+            self.reserved_to = self.len + ahead;
+        }
         let appended = self
             .file
             .append(header)

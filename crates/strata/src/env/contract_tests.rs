@@ -586,3 +586,81 @@ fn posix_log_on_a_file_system_without_fallocate_is_written_with_write_calls() {
     drop(writer);
     assert_eq!(read_log_records(&env, &path), (records, false, false));
 }
+
+/// Bytes of disk the file at `path` occupies (allocated blocks).
+fn allocated_bytes(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).unwrap().blocks() * 512
+}
+
+/// `reserve` allocates space past the file's end without changing its length (a crash leaves
+/// the file as long as what was written), the appends fill it, and dropping the file gives
+/// back what they did not.
+#[test]
+fn posix_reserved_space_keeps_the_length_and_is_given_back_at_drop() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("000012.blob");
+    let env = PosixEnv::new();
+    let mut f = env.new_writable_file(&path).unwrap();
+    f.append(&[1; 100]).unwrap();
+    f.reserve(1 << 20);
+    f.append(&[2; 100_000]).unwrap();
+    f.flush().unwrap();
+    assert_eq!(env.file_size(&path).unwrap(), 100_100);
+    // Where the file system allocates ahead (ext4, xfs, btrfs, tmpfs), the space is there.
+    let probe = std::fs::File::create(tmp.path().join("probe")).unwrap();
+    let can_allocate = nix::fcntl::fallocate(
+        std::os::fd::AsRawFd::as_raw_fd(&probe),
+        nix::fcntl::FallocateFlags::FALLOC_FL_KEEP_SIZE,
+        0,
+        4096,
+    )
+    .is_ok();
+    if can_allocate {
+        let reserved = allocated_bytes(&path);
+        assert!(reserved >= 1 << 20, "{reserved} bytes allocated");
+    }
+    drop(f);
+    assert!(
+        allocated_bytes(&path) < 200_000,
+        "{}",
+        allocated_bytes(&path)
+    );
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.len(), 100_100);
+    assert!(bytes[..100].iter().all(|&b| b == 1));
+    assert!(bytes[100..].iter().all(|&b| b == 2));
+
+    // A file opened to append to reserves from its end, and its drop cuts nothing written.
+    let mut f = env.new_appendable_file(&path).unwrap();
+    f.reserve(1 << 20);
+    f.append(&[3; 10]).unwrap();
+    drop(f);
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.len(), 100_110);
+    assert!(bytes[100_100..].iter().all(|&b| b == 3));
+    assert!(allocated_bytes(&path) < 200_000);
+}
+
+/// A reservation the disk refuses (a full disk, injected below the buffer) is only a hint
+/// that went unheeded: the appends go on, and report their own errors.
+#[test]
+fn posix_refused_reservation_changes_nothing() {
+    #[derive(Debug)]
+    struct NoRoomAhead;
+    impl crate::env::IoFaults for NoRoomAhead {
+        fn before_allocate(&self, _path: &Path, _len: usize) -> Option<std::io::Error> {
+            Some(std::io::Error::from_raw_os_error(28)) // ENOSPC
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("000013.blob");
+    let env = PosixEnv::with_faults(std::sync::Arc::new(NoRoomAhead));
+    let mut f = env.new_writable_file(&path).unwrap();
+    f.reserve(1 << 20);
+    assert!(allocated_bytes(&path) < 1 << 20);
+    f.append(&[5; 70_000]).unwrap();
+    f.sync().unwrap();
+    drop(f);
+    assert_eq!(std::fs::read(&path).unwrap(), vec![5; 70_000]);
+}

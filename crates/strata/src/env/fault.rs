@@ -320,6 +320,10 @@ impl<E: Send + Sync + 'static> WritableFile for FaultFile<E> {
         self.inner.flush()
     }
 
+    fn reserve(&mut self, bytes: u64) {
+        self.inner.reserve(bytes);
+    }
+
     fn sync(&mut self) -> Result<()> {
         match self.env.begin(OpKind::Sync, &self.path, None, None) {
             Verdict::Proceed => self.inner.sync(),

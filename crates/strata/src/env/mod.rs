@@ -83,6 +83,16 @@ pub trait WritableFile: Send {
     fn flush(&mut self) -> Result<()>;
     /// Flushes, then makes the file's contents durable.
     fn sync(&mut self) -> Result<()>;
+
+    /// A hint that the file will grow by about `bytes` past its end: the environment may
+    /// allocate that space on the disk now, without changing the file's length, so that the
+    /// appends that fill it do not allocate as they go. It reports nothing: a file system that
+    /// cannot allocate ahead, or a disk without the room, leaves the appends to report any
+    /// error, as they would without it. Space allocated and not written is given back when
+    /// the file is dropped. The default does nothing.
+    fn reserve(&mut self, bytes: u64) {
+        let _ = bytes;
+    }
 }
 
 /// A held lock on a database's `LOCK` file. The lock is released when this is dropped.

@@ -291,20 +291,30 @@ pub(super) fn sync_data(
     }
 }
 
+/// A file written by `write` calls through a buffer.
+///
+/// Invariant: the file holds the first `len - buffer.len()` bytes appended, and `buffer` the
+/// rest. If `reserved`, space past the file's length may be allocated on the disk
+/// ([`WritableFile::reserve`]); dropping the file gives it back.
 struct PosixWritableFile {
     path: PathBuf,
     file: File,
     buffer: Vec<u8>,
+    len: u64,
+    reserved: bool,
     faults: Option<Arc<dyn IoFaults>>,
     failure: FailStop,
 }
 
 impl PosixWritableFile {
-    fn new(path: &Path, file: File, faults: Option<Arc<dyn IoFaults>>) -> Self {
+    /// A writer appending to `file`, which holds `len` bytes.
+    fn new(path: &Path, file: File, len: u64, faults: Option<Arc<dyn IoFaults>>) -> Self {
         PosixWritableFile {
             path: path.to_path_buf(),
             file,
             buffer: Vec::with_capacity(WRITE_BUFFER_BYTES),
+            len,
+            reserved: false,
             faults,
             failure: FailStop::default(),
         }
@@ -369,16 +379,46 @@ impl WritableFile for PosixWritableFile {
         self.failure.check(&self.path, "write")?;
         if self.buffer.len() + data.len() <= WRITE_BUFFER_BYTES {
             self.buffer.extend_from_slice(data);
-            return Ok(());
-        }
-        if data.len() < WRITE_BUFFER_BYTES {
+        } else if data.len() < WRITE_BUFFER_BYTES {
             self.write_buffered()?;
             self.buffer.extend_from_slice(data);
-            Ok(())
         } else {
             // A large append goes out with what is buffered before it, in one call.
-            self.write_buffered_then(data)
+            self.write_buffered_then(data)?;
         }
+        self.len += data.len() as u64;
+        Ok(())
+    }
+
+    /// `fallocate` with `FALLOC_FL_KEEP_SIZE` from the file's end (its length counts the
+    /// buffered bytes): the blocks are the file's, past its length, so that a crash leaves the
+    /// file as long as what was written, and the `write` calls that fill them skip the
+    /// delayed allocation of each page (a 100 KB append into allocated space took about 0.85
+    /// of the time; see docs/benchmarks.md). Linux only, as the mapped log's allocation is.
+    #[cfg(target_os = "linux")]
+    fn reserve(&mut self, bytes: u64) {
+        use std::os::fd::AsRawFd;
+        if self.failure.failed() || bytes == 0 {
+            return;
+        }
+        let Ok(len) = usize::try_from(bytes) else {
+            return;
+        };
+        if let Some(faults) = &self.faults {
+            if faults.before_allocate(&self.path, len).is_some() {
+                return;
+            }
+        }
+        let (Ok(offset), Ok(len)) = (i64::try_from(self.len), i64::try_from(bytes)) else {
+            return;
+        };
+        let allocated = nix::fcntl::fallocate(
+            self.file.as_raw_fd(),
+            nix::fcntl::FallocateFlags::FALLOC_FL_KEEP_SIZE,
+            offset,
+            len,
+        );
+        self.reserved |= allocated.is_ok();
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -398,8 +438,12 @@ impl Drop for PosixWritableFile {
     fn drop(&mut self) {
         // Best effort, and never after a failure: a caller that cares about errors calls
         // flush or sync first.
-        if !self.failure.failed() {
-            let _ = self.write_buffered();
+        if !self.failure.failed() && self.write_buffered().is_ok() && self.reserved {
+            // Cutting the file at its own length (as the file system has it: this changes no
+            // byte) frees the blocks reserved past it.
+            if let Ok(meta) = self.file.metadata() {
+                let _ = self.file.set_len(meta.len());
+            }
         }
     }
 }
@@ -562,6 +606,7 @@ impl Env for PosixEnv {
         Ok(Box::new(PosixWritableFile::new(
             path,
             file,
+            0,
             self.faults.clone(),
         )))
     }
@@ -587,9 +632,14 @@ impl Env for PosixEnv {
             .mode(0o644)
             .open(path)
             .map_err(io_err(path, "open for append"))?;
+        let len = file
+            .metadata()
+            .map_err(io_err(path, "stat for append"))?
+            .len();
         Ok(Box::new(PosixWritableFile::new(
             path,
             file,
+            len,
             self.faults.clone(),
         )))
     }
