@@ -1172,3 +1172,24 @@ fn a_partial_block_whose_mapping_is_gone_stops_with_an_error() {
     assert!(err.is_corruption(), "{err}");
     assert!(err.to_string().contains("000009.ldb"), "{err}");
 }
+
+/// A table's count of live search forms says "maybe" for an offset while a form of a block in
+/// its bucket lives, and "no" once every such form is dropped.
+#[test]
+fn hot_forms_count_the_forms_alive() {
+    let forms = Arc::new(HotForms::new());
+    assert!(!forms.may_hold(4096));
+    let block = parse(build(&entries(20), 16)).unwrap();
+    let form = block.searchable(true).unwrap().marked(forms.mark(4096));
+    let another = forms.mark(4096);
+    assert!(forms.may_hold(4096));
+    drop(form);
+    assert!(forms.may_hold(4096), "one form of the bucket is left");
+    drop(another);
+    assert!(!forms.may_hold(4096));
+    // Offsets spread over the buckets: a form of one block leaves most others' unmarked.
+    let mark = forms.mark(0);
+    let marked = (0..1000u64).filter(|i| forms.may_hold(i * 4096)).count();
+    assert!(marked < 100, "{marked} of 1000 offsets share the form's bucket");
+    drop(mark);
+}
