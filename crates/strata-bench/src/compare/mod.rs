@@ -434,70 +434,77 @@ fn child_args(flags: &Flags, config: &Config, num: u64, engine: &str, dir: &Path
     // The memory configurations set both sizes; they are a pair, and so are the user's.
     let sets_memory = sets("--cache_size") || sets("--write_buffer_size");
     let defaults = Flags::default_knobs();
-    let mut knob = |name: &str, value: Option<String>, differs: bool| {
-        if !differs || sets(name) {
-            return;
+    let option = |n: Option<usize>| n.map_or_else(String::new, |n| n.to_string());
+    // Knobs with a value: (flag, the user's value, the default), compared as text.
+    let valued = [
+        (
+            "--reads",
+            flags.reads.to_string(),
+            defaults.reads.to_string(),
+        ),
+        (
+            "--key_size",
+            flags.key_size.to_string(),
+            defaults.key_size.to_string(),
+        ),
+        (
+            "--value_size",
+            flags.value_size.to_string(),
+            defaults.value_size.to_string(),
+        ),
+        (
+            "--compression_ratio",
+            flags.compression_ratio.to_string(),
+            defaults.compression_ratio.to_string(),
+        ),
+        (
+            "--row_cache_size",
+            flags.row_cache_size.to_string(),
+            defaults.row_cache_size.to_string(),
+        ),
+        (
+            "--l0_slowdown_writes_trigger",
+            option(flags.l0_slowdown_writes_trigger),
+            String::new(),
+        ),
+        (
+            "--l0_stop_writes_trigger",
+            option(flags.l0_stop_writes_trigger),
+            String::new(),
+        ),
+        (
+            "--bloom_bits",
+            flags.bloom_bits.to_string(),
+            defaults.bloom_bits.to_string(),
+        ),
+        (
+            "--seek_nexts",
+            flags.seek_nexts.to_string(),
+            defaults.seek_nexts.to_string(),
+        ),
+        (
+            "--threads",
+            flags.threads.to_string(),
+            defaults.threads.to_string(),
+        ),
+    ];
+    for (name, value, default) in valued {
+        if value != default && !sets(name) {
+            args.push(format!("{name}={value}"));
         }
-        args.push(match value {
-            Some(v) => format!("{name}={v}"),
-            None => name.to_owned(),
-        });
-    };
-    knob(
-        "--reads",
-        Some(flags.reads.to_string()),
-        flags.reads != defaults.reads,
-    );
-    knob(
-        "--key_size",
-        Some(flags.key_size.to_string()),
-        flags.key_size != defaults.key_size,
-    );
-    knob(
-        "--value_size",
-        Some(flags.value_size.to_string()),
-        flags.value_size != defaults.value_size,
-    );
-    knob(
-        "--compression_ratio",
-        Some(flags.compression_ratio.to_string()),
-        flags.compression_ratio != defaults.compression_ratio,
-    );
-    knob(
-        "--row_cache_size",
-        Some(flags.row_cache_size.to_string()),
-        flags.row_cache_size != defaults.row_cache_size,
-    );
-    knob(
-        "--l0_slowdown_writes_trigger",
-        flags.l0_slowdown_writes_trigger.map(|n| n.to_string()),
-        flags.l0_slowdown_writes_trigger.is_some(),
-    );
-    knob(
-        "--l0_stop_writes_trigger",
-        flags.l0_stop_writes_trigger.map(|n| n.to_string()),
-        flags.l0_stop_writes_trigger.is_some(),
-    );
-    knob(
-        "--bloom_bits",
-        Some(flags.bloom_bits.to_string()),
-        flags.bloom_bits != defaults.bloom_bits,
-    );
-    knob("--no_compression", None, flags.no_compression);
-    knob("--no_verify_checksums", None, flags.no_verify_checksums);
-    knob("--copying_reads", None, flags.copying_reads);
-    knob("--scan_reads_values", None, flags.scan_reads_values);
-    knob(
-        "--seek_nexts",
-        Some(flags.seek_nexts.to_string()),
-        flags.seek_nexts != defaults.seek_nexts,
-    );
-    knob(
-        "--threads",
-        Some(flags.threads.to_string()),
-        flags.threads != defaults.threads,
-    );
-    knob("--histogram", None, flags.histogram);
+    }
+    let switches = [
+        ("--no_compression", flags.no_compression),
+        ("--no_verify_checksums", flags.no_verify_checksums),
+        ("--copying_reads", flags.copying_reads),
+        ("--scan_reads_values", flags.scan_reads_values),
+        ("--histogram", flags.histogram),
+    ];
+    for (name, on) in switches {
+        if on && !sets(name) {
+            args.push(name.to_owned());
+        }
+    }
     if !sets_memory {
         args.push(format!("--cache_size={}", flags.cache_size));
         args.push(format!("--write_buffer_size={}", flags.write_buffer_size));
