@@ -636,6 +636,13 @@ mod tests {
     }
 
     #[test]
+    fn a_comparison_refuses_an_existing_database() {
+        let flags = Flags::parse_from(["db_bench", "--compare", "--use_existing_db"]);
+        let e = run(&flags).unwrap_err();
+        assert!(e.contains("--use_existing_db"), "{e}");
+    }
+
+    #[test]
     fn seek_scan_runs_only_on_engines_that_can_step_a_cursor() {
         let config = |id: &str| CONFIGS.iter().find(|c| c.id == id).unwrap();
         let seek_scan = config("seek-scan");

@@ -131,8 +131,9 @@ pub struct Table {
     /// This table's key space in the block cache.
     cache_id: u64,
     /// True if the last data block read from the file was stored uncompressed (a hint, Relaxed:
-    /// a table's blocks are nearly always all compressed or all not). Such a block is looked for
-    /// in the mapping before the cache, which never holds it; a compressed one in the cache first.
+    /// a table's blocks are nearly always all compressed or all not). Such a block is read in place
+    /// from the mapping (the cache holds only the search forms of hot ones, looked for first
+    /// when `hot_forms` says one may live); a compressed one is looked for in the cache first.
     raw_blocks: AtomicBool,
     /// The search forms of this table's blocks read in place that are alive (in the cache).
     hot_forms: Arc<HotForms>,
@@ -368,7 +369,8 @@ impl Table {
     }
 
     /// The data block at `handle`, read from the file (whole, decompressed), and true if it is
-    /// read in place from the mapping (stored uncompressed: never cached).
+    /// read in place from the mapping (stored uncompressed: not cached; `cache_if_hot` caches
+    /// the search forms of hot ones on the reads that follow).
     fn read_data_block(
         &self,
         handle: BlockHandle,

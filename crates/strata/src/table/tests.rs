@@ -67,6 +67,19 @@ fn open(
     Table::open(options.clone(), file, Path::new(PATH), size, cache).map(Arc::new)
 }
 
+/// The table at `path`, on the real file system, opened mapped (as the table cache opens
+/// tables on `PosixEnv`) with `cache`.
+fn open_mapped(
+    env: &crate::env::PosixEnv,
+    path: &Path,
+    options: &TableOptions,
+    size: u64,
+    cache: &Arc<BlockCache>,
+) -> Arc<Table> {
+    let file = env.new_mapped_file(path).unwrap();
+    Arc::new(Table::open(options.clone(), file, path, size, Some(cache.clone())).unwrap())
+}
+
 fn option_sets() -> Vec<TableOptions> {
     let mut sets = Vec::new();
     for block_size in [64, 1024, 4096] {
@@ -585,16 +598,7 @@ fn a_mapped_tables_uncompressed_blocks_are_read_in_place_and_checked() {
         };
         let size = build_file(&env, &path, &options, &entries);
         let cache = Arc::new(BlockCache::new(1 << 20));
-        let table = Arc::new(
-            Table::open(
-                options.clone(),
-                env.new_mapped_file(&path).unwrap(),
-                &path,
-                size,
-                Some(cache.clone()),
-            )
-            .unwrap(),
-        );
+        let table = open_mapped(&env, &path, &options, size, &cache);
         let in_place = table
             .get_in_block(&BlockReadOptions::default(), &entries[7].0, |block, _, v| {
                 (block.is_some_and(|b| b.is_mapped()), v.to_vec())
@@ -661,14 +665,7 @@ fn a_hot_uncompressed_block_has_its_search_form_cached_at_its_fourth_miss() {
     };
     let size = build_file(&env, &path, &options, &entries);
     let cache = Arc::new(BlockCache::new(1 << 20));
-    let table = Table::open(
-        options.clone(),
-        env.new_mapped_file(&path).unwrap(),
-        &path,
-        size,
-        Some(cache.clone()),
-    )
-    .unwrap();
+    let table = open_mapped(&env, &path, &options, size, &cache);
     let read = |options: &BlockReadOptions, i: usize| {
         table
             .get_in_block(options, &entries[i].0, |block, _, v| {
@@ -852,14 +849,7 @@ fn lookups_that_decode_part_way_report_damaged_blocks() {
         // Through a cache: a damaged block is neither counted by the door keeper nor
         // admitted (review finding: it was asked before the checksum was checked).
         let cache = Arc::new(BlockCache::new(1 << 20));
-        let cached = Table::open(
-            options.clone(),
-            env.new_mapped_file(&path).unwrap(),
-            &path,
-            size,
-            Some(cache.clone()),
-        )
-        .unwrap();
+        let cached = open_mapped(&env, &path, &options, size, &cache);
         for _ in 0..3 {
             let k = &entries[0].0;
             assert!(cached.get(&BlockReadOptions::default(), k, |_, _| ()).is_err());
