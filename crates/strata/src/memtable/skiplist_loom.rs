@@ -196,6 +196,39 @@ fn loom_model_seeks_race_a_tall_tower_raising_the_height() {
     outcomes.assert_all_seen([(false, false), (true, false), (true, true)]);
 }
 
+/// A second step back starts from the fingers the first one left; an insert racing with
+/// both lands between the node it is on and the one before: the step finds the new node or
+/// the old one, never skips past both or fails.
+#[test]
+fn loom_model_steps_back_from_fingers_during_an_insert() {
+    let outcomes = Outcomes::default();
+    let recorded = outcomes.clone();
+    model(move || {
+        let l = Arc::new(list());
+        insert(&l, b"a", 1);
+        insert(&l, b"c", 2);
+        insert(&l, b"e", 3);
+        let writer = {
+            let l = l.clone();
+            spawn(move || insert(&l, b"b", 4))
+        };
+        let mut c = Cursor::new(&*l);
+        c.seek_to_last();
+        c.prev();
+        assert_eq!(ParsedInternalKey::parse(c.key()).unwrap().user_key, b"c");
+        c.prev();
+        let before_c = ParsedInternalKey::parse(c.key()).unwrap().user_key.to_vec();
+        assert!(
+            before_c == b"a" || before_c == b"b",
+            "prev(c) = {before_c:?}"
+        );
+        recorded.record(before_c);
+        writer.join().unwrap();
+        assert_eq!(scan(&l), [&b"a"[..], b"b", b"c", b"e"]);
+    });
+    outcomes.assert_all_seen([b"a".to_vec(), b"b".to_vec()]);
+}
+
 #[test]
 fn loom_model_reverse_steps_during_an_insert() {
     let outcomes = Outcomes::default();

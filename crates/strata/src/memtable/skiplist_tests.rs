@@ -103,6 +103,69 @@ fn matches_a_sorted_model_in_every_direction() {
     assert!(!c.valid());
 }
 
+/// Steps back that keep their fingers land where a search from the head does, however the
+/// cursor got to its node and whatever was inserted between the steps: before the node, after
+/// it, and between it and the node before (which the next step back must then find).
+#[test]
+fn steps_back_agree_with_a_search_from_the_head_while_the_list_grows() {
+    let l = list();
+    let mut seqno = 0;
+    let mut add = |user: &[u8]| {
+        seqno += 1;
+        l.insert(
+            user,
+            pack_tag(seqno, ValueKind::Value),
+            &value_for(user, seqno),
+        );
+    };
+    for i in 0..scale(3000) {
+        add(format!("k{:06}", 10 * i).as_bytes());
+    }
+    let mut c = Cursor::new(&l);
+    c.seek_to_last();
+    let mut x = 0x9e37_79b9_u32;
+    let mut steps = 0;
+    while c.valid() {
+        let here = c.key().to_vec();
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let user = crate::key::ParsedInternalKey::parse(&here)
+            .unwrap()
+            .user_key
+            .to_vec();
+        let n: u32 = std::str::from_utf8(&user[1..]).unwrap().parse().unwrap();
+        match x % 8 {
+            // Just before the current key: the node the step must land on now.
+            0 if n > 0 => add(format!("k{:06}", n - 1).as_bytes()),
+            // Far before and after it.
+            1 => add(format!("k{:06}", x % 30_000).as_bytes()),
+            // Turn around: forward and back again (the fingers are then not for this node).
+            2 => {
+                c.next();
+                if c.valid() {
+                    c.prev();
+                } else {
+                    c.seek_to_last();
+                }
+                assert_eq!(c.key(), &here[..]);
+            }
+            _ => {}
+        }
+        let expected = l.find_less_than(&here);
+        c.prev();
+        if expected == l.head {
+            assert!(!c.valid());
+        } else {
+            assert!(c.valid());
+            assert_eq!(c.key(), l.key_of(expected), "after {steps} steps back");
+        }
+        steps += 1;
+    }
+    assert!(steps > scale(3000));
+    check_levels(&l);
+}
+
 /// Walks every level of `l` and checks that each is in strictly ascending key order and that
 /// every node linked at a level is also linked at each level below it.
 fn check_levels(l: &SkipList) {
