@@ -196,25 +196,32 @@ fn loom_model_seeks_race_a_tall_tower_raising_the_height() {
     outcomes.assert_all_seen([(false, false), (true, false), (true, true)]);
 }
 
-/// A second step back starts from the fingers the first one left; an insert racing with
-/// both lands between the node it is on and the one before: the step finds the new node or
-/// the old one, never skips past both or fails.
-#[test]
-fn loom_model_steps_back_from_fingers_during_an_insert() {
+/// A list of `a`, `c` and, when `from_e`, `e`; a writer inserts `b` while a cursor steps back
+/// from the last key onto `c`, then once more: that step finds `b` or `a` (both seen), never
+/// skips past both or fails. With `from_e` the step onto `c` leaves fingers, and the step after
+/// starts from them; without, it is the first step back and searches from the head.
+fn step_back_from_c_during_an_insert_of_b(from_e: bool) {
     let outcomes = Outcomes::default();
     let recorded = outcomes.clone();
     model(move || {
         let l = Arc::new(list());
-        insert(&l, b"a", 1);
-        insert(&l, b"c", 2);
-        insert(&l, b"e", 3);
+        let mut keys: Vec<&[u8]> = vec![b"a", b"c"];
+        if from_e {
+            keys.push(b"e");
+        }
+        for (seqno, key) in (1..).zip(&keys) {
+            insert(&l, key, seqno);
+        }
         let writer = {
             let l = l.clone();
-            spawn(move || insert(&l, b"b", 4))
+            let seqno = keys.len() as u64 + 1;
+            spawn(move || insert(&l, b"b", seqno))
         };
         let mut c = Cursor::new(&*l);
         c.seek_to_last();
-        c.prev();
+        if from_e {
+            c.prev();
+        }
         assert_eq!(ParsedInternalKey::parse(c.key()).unwrap().user_key, b"c");
         c.prev();
         let before_c = ParsedInternalKey::parse(c.key()).unwrap().user_key.to_vec();
@@ -224,35 +231,20 @@ fn loom_model_steps_back_from_fingers_during_an_insert() {
         );
         recorded.record(before_c);
         writer.join().unwrap();
-        assert_eq!(scan(&l), [&b"a"[..], b"b", b"c", b"e"]);
+        keys.insert(1, b"b");
+        assert_eq!(scan(&l), keys);
     });
     outcomes.assert_all_seen([b"a".to_vec(), b"b".to_vec()]);
 }
 
+/// The second step back, from the fingers the first one left.
+#[test]
+fn loom_model_steps_back_from_fingers_during_an_insert() {
+    step_back_from_c_during_an_insert_of_b(true);
+}
+
+/// The first step back, a search from the head.
 #[test]
 fn loom_model_reverse_steps_during_an_insert() {
-    let outcomes = Outcomes::default();
-    let recorded = outcomes.clone();
-    model(move || {
-        let l = Arc::new(list());
-        insert(&l, b"a", 1);
-        insert(&l, b"c", 2);
-        let writer = {
-            let l = l.clone();
-            spawn(move || insert(&l, b"b", 3))
-        };
-        let mut c = Cursor::new(&*l);
-        c.seek_to_last();
-        assert_eq!(ParsedInternalKey::parse(c.key()).unwrap().user_key, b"c");
-        c.prev();
-        let before_c = ParsedInternalKey::parse(c.key()).unwrap().user_key.to_vec();
-        assert!(
-            before_c == b"a" || before_c == b"b",
-            "prev(c) = {before_c:?}"
-        );
-        recorded.record(before_c);
-        writer.join().unwrap();
-        assert_eq!(scan(&l), [&b"a"[..], b"b", b"c"]);
-    });
-    outcomes.assert_all_seen([b"a".to_vec(), b"b".to_vec()]);
+    step_back_from_c_during_an_insert_of_b(false);
 }
