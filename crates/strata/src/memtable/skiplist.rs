@@ -224,6 +224,19 @@ impl SkipList {
         unsafe { link(node)(level).load(Ordering::Acquire) }
     }
 
+    /// The last node at `level` with key < `key`, walking right from `from`: `head` or a node
+    /// of a height above `level` whose key is before `key`.
+    #[inline]
+    fn last_before(&self, mut from: Node, level: usize, key: &[u8]) -> Node {
+        loop {
+            let next = self.next(from, level);
+            if !self.key_is_after(key, next) {
+                return from;
+            }
+            from = next;
+        }
+    }
+
     /// The height of `node`'s tower.
     fn height_of(&self, node: Node) -> usize {
         // SAFETY: `node` is a reachable, published node (invariants 1, 2, 5): its header is
@@ -490,15 +503,7 @@ impl<L: ListOwner> Cursor<L> {
             *fingers = [list.head; MAX_HEIGHT];
             list.find_greater_or_equal(key, Some(fingers));
         }
-        let mut before = fingers[0];
-        loop {
-            let next = list.next(before, 0);
-            if list.key_is_after(key, next) {
-                before = next;
-            } else {
-                break;
-            }
-        }
+        let before = list.last_before(fingers[0], 0, key);
         if before == list.head {
             *node = std::ptr::null_mut();
             *fingers_on = std::ptr::null_mut();
@@ -508,14 +513,7 @@ impl<L: ListOwner> Cursor<L> {
         let before_key = list.key_of(before);
         let mut x = fingers.get(height).copied().unwrap_or(list.head);
         for level in (0..height).rev() {
-            loop {
-                let next = list.next(x, level);
-                if list.key_is_after(before_key, next) {
-                    x = next;
-                } else {
-                    break;
-                }
-            }
+            x = list.last_before(x, level, before_key);
             fingers[level] = x;
         }
         *node = before;
