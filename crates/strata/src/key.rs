@@ -206,6 +206,13 @@ impl InternalKeyComparator {
         InternalKeyComparator { user, bytewise }
     }
 
+    /// True if the user comparator is bytewise order: user keys are then equal exactly when
+    /// their bytes are.
+    #[inline]
+    pub(crate) fn is_bytewise(&self) -> bool {
+        self.bytewise
+    }
+
     /// The user comparator.
     pub fn user_comparator(&self) -> &Arc<dyn Comparator> {
         &self.user

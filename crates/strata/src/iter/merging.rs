@@ -79,7 +79,22 @@ pub(crate) struct MergingIter<C: Comparator> {
     runner_up_pos: usize,
     /// The runner-up's key, `keys[heap[runner_up_pos]]` (read on every step, so kept at hand).
     runner_up_key: Slice,
+    /// True once [`next_plain_in_block`](Self::next_plain_in_block) found every entry of the
+    /// current child's data block before the runner-up's key. Invariant: false after any
+    /// other move of the merge (`step` and `settle` clear it), so that the block, the current
+    /// child and the runner-up are the ones it checked. (A failed check is not kept: the
+    /// bounds of a level's blocks do not grow steadily, the last block of each table being
+    /// bounded by a short successor of its last key.)
+    lane_open: bool,
+    /// Steps left before [`next_plain_in_block`](Self::next_plain_in_block) tries again,
+    /// after it found a step it could not take: where entries that need a second look are
+    /// common (older versions after overwrites), trying at every step would cost more than it
+    /// saves.
+    lane_backoff: u8,
 }
+
+/// Steps [`MergingIter::next_plain_in_block`] waits after a step it could not take.
+const LANE_BACKOFF_STEPS: u8 = 8;
 
 /// The address of a slice a child returned, kept until that child moves (each field that
 /// holds one states when it is valid).
@@ -136,6 +151,7 @@ impl<C: Comparator> MergingIter<C> {
         };
         self.runner_up_key = Slice::EMPTY;
         self.runner_up_pos = 0;
+        self.lane_open = false;
     }
 
     /// The comparator the merge orders keys by.
@@ -164,6 +180,8 @@ impl<C: Comparator> MergingIter<C> {
             },
             runner_up_key: Slice::EMPTY,
             runner_up_pos: 0,
+            lane_open: false,
+            lane_backoff: 0,
         }
     }
 
@@ -198,6 +216,7 @@ impl<C: Comparator> MergingIter<C> {
     /// Takes the current child and the runner-up from the heap (its root, and the better of
     /// the root's two children).
     fn settle(&mut self, wanted: Ordering) {
+        self.lane_open = false;
         self.current = self.heap.first().copied();
         self.runner_up_pos = match self.heap.get(1..3) {
             Some(&[a, b]) if self.comes_before(b, a, wanted) => 2,
@@ -255,6 +274,7 @@ impl<C: Comparator> MergingIter<C> {
     #[inline(always)]
     fn step(&mut self, cur: usize, wanted: Ordering) {
         debug_assert_eq!(self.heap.first(), Some(&cur), "the current child is the heap's root");
+        self.lane_open = false;
         let child = &mut self.children[cur];
         let entry = if wanted == Ordering::Less {
             child.next_entry()
@@ -296,6 +316,56 @@ impl<C: Comparator> MergingIter<C> {
             self.sift_down(0, wanted);
         }
         self.settle(wanted);
+    }
+
+    /// A forward step of the current child within its data block, taken only when that
+    /// child's next entry is a plain one ([`BlockIter::next_plain`]) and no other child can
+    /// hold an entry before it: the block's bound (its index separator) comes before the
+    /// runner-up's key, checked once per block. The merge is then on that entry, as `next`
+    /// would have left it. Returns what `next_plain` returns; `None`, having moved nothing,
+    /// when the step is not one of those (the caller then calls `next`).
+    ///
+    /// [`BlockIter::next_plain`]: crate::table::BlockIter::next_plain
+    #[inline]
+    pub(crate) fn next_plain_in_block(&mut self, seqno: u64) -> Option<usize> {
+        let cur = self.current?;
+        if self.direction != Direction::Forward || self.deferred != 0 {
+            return None;
+        }
+        if self.lane_backoff > 0 {
+            self.lane_backoff -= 1;
+            return None;
+        }
+        let lane = self.children[cur].block_lane()?;
+        if !self.lane_open {
+            let below_runner_up = self.heap.len() < 2 || {
+                // SAFETY: another child is in the heap, so `runner_up_key` is the runner-up's
+                // key as it returned it, and that child has not moved since (the field's
+                // invariant; only the current child moves between two settles).
+                #[allow(unsafe_code)]
+                let runner_up_key = unsafe { &*self.runner_up_key.0 };
+                self.comparator.compare(lane.bound, runner_up_key) == Ordering::Less
+            };
+            if !below_runner_up {
+                self.lane_backoff = LANE_BACKOFF_STEPS;
+                return None;
+            }
+            self.lane_open = true;
+        }
+        let Some((key, value, bytes)) = lane.cursor.next_plain(seqno) else {
+            // Not at the block's end, which the next block's steps follow.
+            if lane.cursor.has_next_in_block() {
+                self.lane_backoff = LANE_BACKOFF_STEPS;
+            }
+            return None;
+        };
+        let entry = CurrentEntry {
+            key: key.into(),
+            value: value.into(),
+        };
+        self.keys[cur] = entry.key;
+        self.current_entry = entry;
+        Some(bytes)
     }
 
     /// Positions every child whose seek was put off at the current key (where the seek would

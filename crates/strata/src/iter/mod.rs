@@ -14,6 +14,7 @@ pub(crate) use two_level::{SecondLevel, TwoLevelIter};
 pub(crate) use vec_iter::VecIter;
 
 use crate::error::Result;
+use crate::table::BlockIter;
 
 /// A boxed cursor that can move between threads, as database iterators do.
 pub(crate) type BoxedIter = Box<dyn InternalIterator + Send>;
@@ -104,6 +105,23 @@ pub trait InternalIterator {
         let _ = (target, key);
         false
     }
+
+    /// For a cursor on an entry of a table's data block: that block's cursor, for a caller
+    /// about to step within the block directly ([`BlockLane`]). The cursor counts the call as
+    /// one of its own steps (its read-ahead moves on). Default: `None`, as for every cursor
+    /// that does not read data blocks, or is not on an entry.
+    fn block_lane(&mut self) -> Option<BlockLane<'_>> {
+        None
+    }
+}
+
+/// The data block cursor a cursor is on ([`InternalIterator::block_lane`]), and a key at or
+/// after each entry of its block (the block's index separator). While only the block cursor
+/// moves, and only within its block, the outer cursor stays consistent: it is on the entry the
+/// block cursor is on.
+pub struct BlockLane<'a> {
+    pub(crate) cursor: &'a mut BlockIter,
+    pub(crate) bound: &'a [u8],
 }
 
 #[cfg(test)]

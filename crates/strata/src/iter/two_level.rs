@@ -9,7 +9,7 @@
 //! monomorphized: no dynamic dispatch and no allocation is added to it.
 
 use super::read_ahead::ReadAhead;
-use super::InternalIterator;
+use super::{BlockLane, InternalIterator};
 use crate::error::{Error, Result};
 
 /// What the entries of an index cursor name, and how to open it.
@@ -87,6 +87,13 @@ pub(crate) trait SecondLevel {
     /// until the next cursor opens: a few useless prefetches, nothing else.)
     fn expect_previous(&self, id: Self::Id) -> Option<&[u8]> {
         let _ = id;
+        None
+    }
+
+    /// [`InternalIterator::block_lane`] for the whole two-level cursor, which is on `data`'s
+    /// entry, named by `index`'s. Default: none.
+    fn lane<'a>(index: &'a Self::Index, data: &'a mut Self::Iter) -> Option<BlockLane<'a>> {
+        let _ = (index, data);
         None
     }
 
@@ -340,6 +347,16 @@ impl<S: SecondLevel> InternalIterator for TwoLevelIter<S> {
 
     fn seek_passes(&self, target: &[u8], key: &[u8]) -> bool {
         self.second.seek_passes(&self.index, target, key)
+    }
+
+    #[inline]
+    fn block_lane(&mut self) -> Option<BlockLane<'_>> {
+        if self.error.is_some() {
+            return None;
+        }
+        let data = self.data.as_mut()?;
+        self.ahead.step();
+        S::lane(&self.index, data)
     }
 }
 

@@ -27,7 +27,7 @@ use crate::coding::Decoder;
 use crate::comparator::{BytewiseComparator, Comparator};
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
-use crate::iter::{InternalIterator, SecondLevel, TwoLevelIter};
+use crate::iter::{BlockLane, InternalIterator, SecondLevel, TwoLevelIter};
 use crate::key::{user_key, InternalKeyComparator, ParsedInternalKey, ValueKind};
 
 /// How one read treats blocks.
@@ -966,6 +966,16 @@ impl SecondLevel for DataBlocks {
     type Iter = BlockIter;
     type Id = BlockHandle;
 
+    /// The block cursor, bounded by the index entry's key (at or after each key of the block:
+    /// a separator, or the block's last key).
+    #[inline]
+    fn lane<'a>(index: &'a BlockIter, data: &'a mut BlockIter) -> Option<BlockLane<'a>> {
+        (data.valid() && index.valid()).then(|| BlockLane {
+            cursor: data,
+            bound: index.key(),
+        })
+    }
+
     fn id(&self, index: &BlockIter) -> Result<BlockHandle> {
         self.table
             .decode_handle(index.value(), self.table.metaindex.offset)
@@ -1111,5 +1121,9 @@ impl InternalIterator for TableIter {
     }
     fn status(&self) -> Result<()> {
         self.0.status()
+    }
+    #[inline]
+    fn block_lane(&mut self) -> Option<BlockLane<'_>> {
+        self.0.block_lane()
     }
 }

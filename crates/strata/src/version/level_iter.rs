@@ -13,7 +13,7 @@ use super::version::{find_file_fenced, LiveFile};
 use crate::cache::TableCache;
 use crate::comparator::Comparator;
 use crate::error::Result;
-use crate::iter::{InternalIterator, SecondLevel, TwoLevelIter};
+use crate::iter::{BlockLane, InternalIterator, SecondLevel, TwoLevelIter};
 use crate::key::{user_key, InternalKeyComparator};
 use crate::table::{BlockReadOptions, TableIter};
 
@@ -73,6 +73,12 @@ impl SecondLevel for LevelTables {
 
     fn may_pass_seeks(&self) -> bool {
         self.defer_seeks
+    }
+
+    /// The data block cursor of the table cursor.
+    #[inline]
+    fn lane<'a>(_: &'a LevelFileIter, data: &'a mut TableIter) -> Option<BlockLane<'a>> {
+        data.block_lane()
     }
 
     /// True if the level has no entry from `target` to `key`, told from the file list and at

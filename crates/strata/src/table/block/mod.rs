@@ -16,7 +16,7 @@ use crate::comparator::Comparator;
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::key::copy_key_bytes;
+use crate::key::{copy_key_bytes, ValueKind, TAG_LEN};
 use crate::table::block_builder::BlockBuilder;
 use crate::table::format::BLOCK_TRAILER_SIZE;
 use crate::table::snappy::{SnappyProgress, SnappyReader};
@@ -1384,6 +1384,62 @@ impl BlockIter {
         self.value_start = h.value_start();
         self.value_len = h.value_len;
         true
+    }
+
+    /// A forward step that a database cursor may take without looking further: onto the next
+    /// entry of this block, if that entry is a value (not a deletion, a range deletion or a
+    /// blob pointer) with a sequence number at most `seqno`, whose user key is greater than
+    /// the current one in bytewise order. Returns the entry's key and value (as `key` and
+    /// `value` would), and its user key's and value's lengths summed. `None`, having moved
+    /// nothing, if the entry is not such an entry, if there is none in this block, or if the
+    /// cursor is not stepping forward through decoded entries (on no entry, in a backward
+    /// run, or in a partly decoded block). A damaged entry is left to
+    /// [`next`](InternalIterator::next) to report.
+    ///
+    /// The step decodes the entry as `next` would; what it saves is the caller's: no merge,
+    /// no comparison of user keys, no copy of the key before it.
+    #[inline]
+    pub(crate) fn next_plain(&mut self, seqno: u64) -> Option<(&[u8], &[u8], usize)> {
+        if self.run_pos.is_some() || self.pending.is_some() || !self.valid() {
+            return None;
+        }
+        let offset = self.next_offset;
+        let data = &self.block.data;
+        let h = decode_entry(data, offset, self.block.restarts_offset)?;
+        // The user keys agree on the shared prefix (whatever prefix the writer chose to share:
+        // a restart shares none), so the rest of each decides.
+        let user_len = self.key.len.checked_sub(TAG_LEN)?;
+        if h.shared > user_len || h.non_shared < TAG_LEN {
+            return None;
+        }
+        let new_rest = data.get(h.key_delta..h.value_start() - TAG_LEN)?;
+        if new_rest <= &self.key.as_slice()[h.shared..user_len] {
+            return None;
+        }
+        let tag_at = h.value_start() - TAG_LEN;
+        let tag = u64::from_le_bytes(data.get(tag_at..tag_at + TAG_LEN)?.try_into().ok()?);
+        if tag as u8 != ValueKind::Value as u8 || tag >> 8 > seqno {
+            return None;
+        }
+        if !self.key.rebuild_in(h.shared, data, h.key_delta, h.non_shared) {
+            return None;
+        }
+        self.current = offset;
+        self.next_offset = h.end();
+        self.value_start = h.value_start();
+        self.value_len = h.value_len;
+        let value = &data[h.value_start()..h.end()];
+        Some((
+            self.key.as_slice(),
+            value,
+            h.shared + h.non_shared - TAG_LEN + h.value_len,
+        ))
+    }
+
+    /// True if the block has an entry after the current one (decoded or not).
+    #[inline]
+    pub(crate) fn has_next_in_block(&self) -> bool {
+        self.valid() && (self.next_offset < self.block.restarts_offset || self.pending.is_some())
     }
 
     /// [`parse_next`](Self::parse_next) at the end of the block's entries: the end of the

@@ -1193,3 +1193,71 @@ fn hot_forms_count_the_forms_alive() {
     assert!(marked < 100, "{marked} of 1000 offsets share the form's bucket");
     drop(mark);
 }
+
+/// `next_plain` steps exactly onto the entries a forward scan at a sequence number takes
+/// without a second look (a visible value of a greater user key), whatever the restart
+/// interval, lands where `next` does, and moves nothing otherwise.
+#[test]
+fn plain_steps_take_only_visible_values_of_new_user_keys() {
+    use crate::key::{pack_tag, ValueKind};
+    let ikey = |user: &str, seqno: u64, kind: ValueKind| {
+        let mut k = user.as_bytes().to_vec();
+        k.extend_from_slice(&pack_tag(seqno, kind).to_le_bytes());
+        k
+    };
+    // (entry, whether a scan at seqno 50 takes it without a second look)
+    let entries = [
+        (ikey("a", 10, ValueKind::Value), false),
+        (ikey("ab", 10, ValueKind::Value), true), // extends "a"
+        (ikey("b", 10, ValueKind::Value), true),
+        (ikey("c", 60, ValueKind::Value), false), // newer than the reader
+        (ikey("c", 40, ValueKind::Value), false), // the user key of the entry before
+        (ikey("d", 10, ValueKind::Deletion), false),
+        (ikey("e", 10, ValueKind::BlobPointer), false),
+        (ikey("f", 50, ValueKind::Value), true),
+        (ikey("g", 10, ValueKind::Value), true),
+        (ikey("gh", 10, ValueKind::Value), true),
+        (ikey("long-key-past-sixteen-bytes-1", 9, ValueKind::Value), true),
+        (ikey("long-key-past-sixteen-bytes-2", 9, ValueKind::Value), true),
+    ];
+    let pairs: Vec<(Vec<u8>, Vec<u8>)> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, (k, _))| (k.clone(), format!("v{i}").into_bytes()))
+        .collect();
+    for interval in [1, 2, 16] {
+        let block = parse(build(&pairs, interval)).unwrap();
+        let icmp = || Arc::new(crate::key::InternalKeyComparator::new(bytewise()));
+        let (mut plain, mut reference) = (block.iter(icmp()), block.iter(icmp()));
+        plain.seek_to_first();
+        reference.seek_to_first();
+        let mut taken = 0;
+        for (i, (_, eligible)) in entries.iter().enumerate().skip(1) {
+            let at = plain.key().to_vec();
+            match plain.next_plain(50) {
+                Some((key, value, bytes)) => {
+                    assert!(eligible, "interval {interval}: stepped onto entry {i}");
+                    assert_eq!((key, value), (&pairs[i].0[..], &pairs[i].1[..]));
+                    assert_eq!(bytes, pairs[i].0.len() - 8 + pairs[i].1.len());
+                    taken += 1;
+                }
+                None => {
+                    assert!(!eligible, "interval {interval}: no step onto entry {i}");
+                    assert_eq!(plain.key(), &at[..], "moved without stepping");
+                    plain.next();
+                }
+            }
+            reference.next();
+            assert_eq!((plain.key(), plain.value()), (reference.key(), reference.value()));
+        }
+        assert_eq!(taken, 7, "interval {interval}");
+        // At the block's last entry there is no step to take.
+        assert!(plain.next_plain(u64::MAX >> 8).is_none());
+        assert!(plain.valid());
+        // Nor from a backward run: its key is not the scratch key a plain step decodes against.
+        plain.prev();
+        assert!(plain.next_plain(u64::MAX >> 8).is_none());
+        plain.next();
+        assert_eq!(plain.key(), &pairs[pairs.len() - 1].0[..]);
+    }
+}
