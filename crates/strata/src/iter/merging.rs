@@ -152,6 +152,7 @@ impl<C: Comparator> MergingIter<C> {
         self.runner_up_key = Slice::EMPTY;
         self.runner_up_pos = 0;
         self.lane_open = false;
+        self.lane_backoff = 0;
     }
 
     /// The comparator the merge orders keys by.
