@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU16, AtomicU8, Ordering as MemoryOrdering};
 use std::sync::Arc;
 
-use crate::coding::{decode_fixed32, decode_varint32, varint_length};
+use crate::coding::{decode_fixed32, decode_fixed64, decode_varint32, varint_length};
 use crate::comparator::Comparator;
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
@@ -1412,12 +1412,11 @@ impl BlockIter {
         if h.shared > user_len || h.non_shared < TAG_LEN {
             return None;
         }
-        let new_rest = data.get(h.key_delta..h.value_start() - TAG_LEN)?;
-        if new_rest <= &self.key.as_slice()[h.shared..user_len] {
+        let tag_at = h.value_start() - TAG_LEN;
+        if data.get(h.key_delta..tag_at)? <= &self.key.as_slice()[h.shared..user_len] {
             return None;
         }
-        let tag_at = h.value_start() - TAG_LEN;
-        let tag = u64::from_le_bytes(data.get(tag_at..tag_at + TAG_LEN)?.try_into().ok()?);
+        let tag = decode_fixed64(data.get(tag_at..)?)?;
         if tag as u8 != ValueKind::Value as u8 || tag >> 8 > seqno {
             return None;
         }
