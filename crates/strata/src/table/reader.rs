@@ -296,10 +296,15 @@ impl Table {
         let (block, in_mapping) = self.read_data_block(handle, &read)?;
         if options.fill_cache && !in_mapping {
             if let Some(cache) = &self.cache {
+                // The cache keeps a copy the size of the block's search form: the block read
+                // goes back to this thread's spare buffer when the read is done.
+                let copy = || block.cache_copy().map_or_else(|| block.clone(), Arc::new);
                 match door {
-                    Door::Admitted => cache.insert(self.cache_id, handle.offset, block.clone()),
+                    Door::Admitted => cache.insert(self.cache_id, handle.offset, copy()),
                     Door::NotAsked => {
-                        cache.offer(self.cache_id, handle.offset, &block);
+                        if cache.admit(self.cache_id, handle.offset) {
+                            cache.insert(self.cache_id, handle.offset, copy());
+                        }
                     }
                     Door::Declined => {}
                 }

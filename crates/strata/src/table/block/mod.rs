@@ -168,6 +168,17 @@ impl BlockBytes {
         }
     }
 
+    /// `bytes` as they are, with whatever capacity they have past their length (charged to the
+    /// cache: [`Block::cache_copy`]).
+    fn heap_with_room(bytes: Vec<u8>) -> BlockBytes {
+        BlockBytes {
+            ptr: bytes.as_ptr(),
+            len: bytes.len(),
+            in_mapping: false,
+            _owner: BytesOwner::Heap(bytes),
+        }
+    }
+
     /// The bytes the owner holds: a heap buffer's capacity, or the block's length for a
     /// mapping (whose pages the block cache never holds).
     fn held(&self) -> usize {
@@ -448,19 +459,7 @@ impl Block {
         // length. Grown by doubling and then shrunk, the forms left holes in the allocator's
         // heap: db_bench's seq-reads sequence at 1M entries peaked 2.1 MB higher in anonymous
         // memory (docs/benchmarks.md, "Search forms in buffers of their size").
-        let (mut size, mut entries, mut offset) = (4, 0, 0);
-        while offset < limit {
-            let h = decode_entry(&self.data, offset, limit)?;
-            let key_len = h.shared + h.non_shared;
-            size += 1
-                + varint_length(key_len as u64)
-                + varint_length(h.value_len as u64)
-                + key_len
-                + h.value_len
-                + 4;
-            entries += 1;
-            offset = h.end();
-        }
+        let (size, entries) = self.form_size()?;
         let mut builder = BlockBuilder::with_capacity(1, size, entries);
         let mut key = ScratchKey::new();
         let mut offset = 0;
@@ -490,6 +489,51 @@ impl Block {
         let block = Block::new(bytes, self.file.clone(), self.file_offset).ok()?;
         block.hits.store(HITS_COUNTED, MemoryOrdering::Relaxed);
         Some(if bytewise { block.with_fences() } else { block })
+    }
+
+    /// The size of this block's search form ([`searchable`](Self::searchable)) in bytes, and
+    /// its number of entries; `None` if an entry does not decode whole.
+    fn form_size(&self) -> Option<(usize, usize)> {
+        let limit = self.restarts_offset;
+        let (mut size, mut entries, mut offset) = (4, 0, 0);
+        while offset < limit {
+            let h = decode_entry(&self.data, offset, limit)?;
+            let key_len = h.shared + h.non_shared;
+            size += 1
+                + varint_length(key_len as u64)
+                + varint_length(h.value_len as u64)
+                + key_len
+                + h.value_len
+                + 4;
+            entries += 1;
+            offset = h.end();
+        }
+        Some((size, entries))
+    }
+
+    /// This block copied for the block cache, in a buffer as large as its search form
+    /// ([`searchable`](Self::searchable)) will be, and charged that ([`charge`](Self::charge)).
+    ///
+    /// Why: the cache holds a block as read until its second hit, then its search form, about
+    /// a fifth larger. Held in buffers of their own sizes, the two kinds left the allocator
+    /// holes of one size that requests of the other did not fit, and split remainders piled
+    /// up, resident: random reads with a full cache left the allocator holding free memory
+    /// of 46-62% of the cache's capacity (4-32 MiB), and db_bench's readrandom over 1M entries
+    /// with a 32 MiB cache peaked at 62.9 MB of anonymous memory, 48.7 with this copy
+    /// (docs/benchmarks.md, "The block cache's real size"). With one size per block, a
+    /// block's place in the heap is taken by its form, or by a block of about its size.
+    ///
+    /// `None` for what is not a stored data block read into the heap (a block in a mapping, a
+    /// search form, a block with fences or no entries), or whose entries do not decode whole:
+    /// that is cached as it is.
+    pub(crate) fn cache_copy(&self) -> Option<Block> {
+        if self.data.in_mapping || self.fences.is_some() || self.restarts_offset == 0 {
+            return None;
+        }
+        let (form_size, _) = self.form_size()?;
+        let mut bytes = Vec::with_capacity(form_size.max(self.data.len()));
+        bytes.extend_from_slice(&self.data);
+        Block::parse(BlockBytes::heap_with_room(bytes), self.file.clone(), self.file_offset).ok()
     }
 
     /// Counts a read's hit on this block in the block cache; true at the second, when

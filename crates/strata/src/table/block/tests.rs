@@ -951,6 +951,40 @@ fn a_spare_buffer_is_used_only_for_a_block_of_about_its_size() {
     assert_eq!(fits.len(), len - len / 16);
 }
 
+/// The block cache's copy of a stored block reads as the block does and holds (and is charged)
+/// exactly what the block's search form will, so that the form takes the copy's place in the
+/// allocator's heap; a form, and a block in a mapping, are not copied.
+#[test]
+fn a_cache_copy_holds_its_search_forms_size() {
+    let cmp = crate::key::InternalKeyComparator::new(bytewise());
+    let users: Vec<Vec<u8>> = (0..300u32).map(|i| format!("{:016}", i * 7).into_bytes()).collect();
+    let entries: Vec<(Vec<u8>, Vec<u8>)> = users
+        .iter()
+        .enumerate()
+        .map(|(i, u)| (ikey(u, 1_000 - i as u64), vec![b'v'; i % 120]))
+        .collect();
+    for interval in [1, 2, 16] {
+        let stored = parse(build(&entries, interval)).unwrap();
+        let copy = Arc::new(stored.cache_copy().expect("a stored block in the heap"));
+        assert_ne!(copy.data.as_ptr(), stored.data.as_ptr());
+        assert_eq!(&*copy.data, &*stored.data);
+        assert_eq!(scan(&copy, cmp_dyn()).unwrap(), entries);
+        let probe = ikey(&users[150], 2_000);
+        let answer = |b: &Block| b.find(&cmp, &probe, |k, v| (k.to_vec(), v.to_vec())).unwrap();
+        assert_eq!(answer(&copy), answer(&stored));
+        let form = stored.searchable(true).expect("fences at least");
+        assert_eq!(copy.data.held(), form.data.held(), "restart interval {interval}");
+        assert_eq!(copy.charge(), form.data.held());
+        assert!(form.cache_copy().is_none(), "a search form is cached as it is");
+    }
+    let data = build(&entries, 16);
+    let len = data.len();
+    let file: Arc<dyn RandomAccessFile> = Arc::new(MappedBytes(data));
+    let mapped = Block::in_mapping(file, 0, len, len, path(), |_| Ok(true)).unwrap().unwrap();
+    assert!(mapped.is_mapped());
+    assert!(mapped.cache_copy().is_none(), "a block in a mapping is never cached");
+}
+
 /// A file whose bytes are all "mapped": what a table's mapping is to a cursor.
 struct MappedBytes(Vec<u8>);
 
