@@ -22,16 +22,26 @@ use std::sync::Arc;
 
 use crate::table::Block;
 
-/// Charges each block the bytes it holds (`Block::charge`).
+/// Charges each block the bytes it holds (`Block::charge`) and what its entry costs besides
+/// ([`BlockCache::ENTRY_OVERHEAD`]), so that the capacity bounds the memory the cache takes.
 #[derive(Debug, Clone, Copy)]
 struct BlockWeighter;
 
 impl quick_cache::Weighter<(u64, u64), Arc<Block>> for BlockWeighter {
     fn weight(&self, _key: &(u64, u64), block: &Arc<Block>) -> u64 {
-        // A zero weight would make an entry free to keep forever.
-        block.charge().max(1) as u64
+        (block.charge() + ENTRY_OVERHEAD) as u64
     }
 }
+
+/// The cache's own record of an entry, estimated: quick_cache's slab entry (key, value
+/// pointer, eviction state, links) and its slot in the shard's index.
+const CACHE_RECORD_BYTES: usize = 80;
+
+/// The allocator's header and rounding per allocation (glibc: 8 bytes of header, chunks in
+/// 16-byte steps).
+const ALLOCATION_BYTES: usize = 16;
+
+const ENTRY_OVERHEAD: usize = BlockCache::ENTRY_OVERHEAD;
 
 /// The typical block, for sizing the cache's index and its door keeper.
 const TYPICAL_BLOCK_BYTES: usize = 4096;
@@ -86,7 +96,25 @@ impl std::fmt::Debug for BlockCache {
 }
 
 impl BlockCache {
-    /// A cache holding at most `capacity_bytes` of blocks.
+    /// What a cached block is charged beyond its bytes: the block's header in its `Arc`, the
+    /// cache's record of the entry, and the allocator's share of the block's allocations (the
+    /// `Arc`, the buffer, a search form's fences). Left out of the charge, it was about 7% on
+    /// top of the capacity (some 370 bytes a block, measured: docs/benchmarks.md, "The block
+    /// cache's real size").
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use strata::cache::BlockCache;
+    /// // A few hundred bytes: a small share of a 4 KiB block.
+    /// assert!(BlockCache::ENTRY_OVERHEAD > 100 && BlockCache::ENTRY_OVERHEAD < 1024);
+    /// ```
+    pub const ENTRY_OVERHEAD: usize = std::mem::size_of::<Block>()
+        + 2 * std::mem::size_of::<usize>()
+        + CACHE_RECORD_BYTES
+        + 3 * ALLOCATION_BYTES;
+
+    /// A cache holding at most `capacity_bytes` of blocks, their entries' overhead included.
     pub fn new(capacity_bytes: usize) -> Self {
         let items = (capacity_bytes / TYPICAL_BLOCK_BYTES).max(1);
         let slots = (items * DOOR_KEEPER_SLOTS_PER_BLOCK)
@@ -229,7 +257,8 @@ impl BlockCache {
         self.replaced.load(Ordering::Relaxed)
     }
 
-    /// Bytes of blocks held.
+    /// Bytes charged for the blocks held: each block's bytes (`Block::charge`) and its entry's
+    /// [`ENTRY_OVERHEAD`](Self::ENTRY_OVERHEAD).
     pub fn usage(&self) -> usize {
         self.cache.weight() as usize
     }
@@ -264,6 +293,23 @@ mod tests {
             "the cache is used: {}",
             cache.usage()
         );
+    }
+
+    /// A block is charged its bytes and its entry's overhead, and a cache full of them holds
+    /// no more than its capacity's worth of both.
+    #[test]
+    fn a_block_is_charged_its_bytes_and_its_entrys_overhead() {
+        let cache = BlockCache::new(1 << 20);
+        let b = block(4096);
+        cache.insert(1, 0, b.clone());
+        assert_eq!(cache.usage(), b.charge() + ENTRY_OVERHEAD);
+        assert!(ENTRY_OVERHEAD > std::mem::size_of::<Block>());
+        let cache = BlockCache::new(64 * (4096 + ENTRY_OVERHEAD));
+        for i in 0..1000 {
+            cache.insert(1, i * 4096, block(4096));
+        }
+        let held = (0..1000).filter(|&i| cache.get(1, i * 4096).is_some()).count();
+        assert!(held <= 64, "{held} blocks held");
     }
 
     #[test]
@@ -338,7 +384,7 @@ mod tests {
         // fingerprints are 31 bits), so none of 10,000 distinct blocks is expected to be
         // admitted; the count allows for a freak collision.
         assert!(cache.insert_count() <= 1, "{}", cache.insert_count());
-        assert!(cache.usage() <= 4096);
+        assert!(cache.usage() <= 4096 + ENTRY_OVERHEAD);
     }
 
     #[test]
