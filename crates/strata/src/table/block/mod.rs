@@ -523,9 +523,10 @@ impl Block {
     /// (docs/benchmarks.md, "The block cache's real size"). With one size per block, a
     /// block's place in the heap is taken by its form, or by a block of about its size.
     ///
-    /// `None` for what is not a stored data block read into the heap (a block in a mapping, a
-    /// search form, a block with fences or no entries), or whose entries do not decode whole:
-    /// that is cached as it is.
+    /// `None` for a block in a mapping, a block with fences (an index block, a search form made
+    /// for a bytewise comparator), a block without entries, or one whose entries do not
+    /// decode whole: that is cached as it is. (A search form without fences would be copied;
+    /// the cache is only offered blocks as read.)
     pub(crate) fn cache_copy(&self) -> Option<Block> {
         if self.data.in_mapping || self.fences.is_some() || self.restarts_offset == 0 {
             return None;

@@ -985,6 +985,19 @@ fn a_cache_copy_holds_its_search_forms_size() {
     assert!(mapped.cache_copy().is_none(), "a block in a mapping is never cached");
 }
 
+/// A block whose restart array parses but whose entries do not decode whole is not copied
+/// for the cache (it is cached as it is, and its readers report the damage), and nothing
+/// panics.
+#[test]
+fn a_block_whose_entries_do_not_decode_is_not_copied() {
+    let mut data = build(&entries(40), 16);
+    // The first entry's value length, as a varint that never ends within the block.
+    data[2] = 0xff;
+    data[3] = 0xff;
+    let block = parse(data).unwrap();
+    assert!(block.cache_copy().is_none());
+}
+
 /// A file whose bytes are all "mapped": what a table's mapping is to a cursor.
 struct MappedBytes(Vec<u8>);
 
