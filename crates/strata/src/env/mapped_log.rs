@@ -22,6 +22,18 @@ const LOG_CHUNK_BYTES: usize = 1 << 20;
 /// records, and charges to `write_bytes` for bytes never written (cut off at drop).
 const LOG_POPULATE_BYTES: usize = 64 << 10;
 
+/// Bytes of written pages a mapped log leaves mapped behind its appends. Once that many more
+/// are written, they are unmapped (`madvise(MADV_DONTNEED)`, once per this many bytes): they
+/// stay in the page cache, dirty until written back or synced, as the pages of a `write` do,
+/// but stop counting in the process's resident memory, which otherwise held up to a whole
+/// chunk of the log (1 MiB) that nothing reads.
+const LOG_RELEASE_BYTES: usize = 256 << 10;
+
+/// The page size mappings are advised in (Linux on x86-64 and the usual arm64 kernels; on a
+/// kernel with larger pages, `madvise` on a range not aligned to them fails, and the pages
+/// stay mapped, as before).
+const PAGE_BYTES: usize = 4096;
+
 /// A write-ahead log written through a shared mapping ([`Env::new_log_file`](super::Env::new_log_file)).
 ///
 /// The file grows [`LOG_CHUNK_BYTES`] at a time by `fallocate`, so that space belongs to the
@@ -46,6 +58,9 @@ pub(super) struct MappedLogFile {
     /// Bytes of the mapping, from its start, faulted in ahead (the kernel faults in whole
     /// pages; the next range starts here, rounded down to a page by `advise_range`).
     map_populated: usize,
+    /// Bytes of the mapping, from its start, written and unmapped again (a multiple of the
+    /// page size, at most `map_used`).
+    map_released: usize,
     /// The file's length: the end of the last chunk allocated.
     allocated: u64,
     faults: Option<Arc<dyn IoFaults>>,
@@ -66,6 +81,7 @@ impl MappedLogFile {
             map_offset: 0,
             map_used: 0,
             map_populated: 0,
+            map_released: 0,
             allocated: 0,
             faults,
             failure: FailStop::default(),
@@ -130,13 +146,34 @@ impl MappedLogFile {
         self.map_offset = offset;
         self.map_used = 0;
         self.map_populated = 0;
+        self.map_released = 0;
         Ok(())
     }
 
     /// Faults in, writable, the pages of the mapping up to `LOG_POPULATE_BYTES` past `end`.
     /// Best effort: a kernel before 5.14 refuses it, and stores then fault page by page.
+    /// Called once per `LOG_POPULATE_BYTES` appended, it also unmaps the pages written, once
+    /// `LOG_RELEASE_BYTES` of them are mapped.
+    #[allow(unsafe_code)]
     fn populate_through(&mut self, end: usize) {
         let Some(map) = self.map.as_ref() else { return };
+        let written = self.map_used / PAGE_BYTES * PAGE_BYTES;
+        if written >= self.map_released + LOG_RELEASE_BYTES {
+            // SAFETY: the range holds whole pages (the mapping starts on a page, `map_offset`
+            // being a multiple of the chunk size) that every append has finished storing into
+            // (they end at or before `map_used`), and no reference into the mapping outlives
+            // an append. The mapping is shared and of a file: `MADV_DONTNEED` only takes the
+            // pages out of this process's page tables, their contents (dirty or not) staying
+            // in the page cache, and a later access would map them again with those contents.
+            let _ = unsafe {
+                map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    self.map_released,
+                    written - self.map_released,
+                )
+            };
+            self.map_released = written;
+        }
         let from = self.map_populated;
         let to = (end + LOG_POPULATE_BYTES).min(map.len());
         if to > from {
