@@ -29,10 +29,20 @@ const LOG_POPULATE_BYTES: usize = 64 << 10;
 /// chunk of the log (1 MiB) that nothing reads.
 const LOG_RELEASE_BYTES: usize = 256 << 10;
 
-/// The page size mappings are advised in (Linux on x86-64 and the usual arm64 kernels; on a
-/// kernel with larger pages, `madvise` on a range not aligned to them fails, and the pages
-/// stay mapped, as before).
-const PAGE_BYTES: usize = 4096;
+/// The system's page size, which `madvise` ranges are whole multiples of (4 KiB where
+/// `sysconf` cannot tell, which on a kernel of larger pages only makes the release fail and
+/// the pages stay mapped).
+fn page_bytes() -> usize {
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PAGE.get_or_init(|| {
+        nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+            .ok()
+            .flatten()
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| n.is_power_of_two())
+            .unwrap_or(4096)
+    })
+}
 
 /// A write-ahead log written through a shared mapping ([`Env::new_log_file`](super::Env::new_log_file)).
 ///
@@ -157,10 +167,10 @@ impl MappedLogFile {
     #[allow(unsafe_code)]
     fn populate_through(&mut self, end: usize) {
         let Some(map) = self.map.as_ref() else { return };
-        let written = self.map_used / PAGE_BYTES * PAGE_BYTES;
+        let written = self.map_used / page_bytes() * page_bytes();
         if written >= self.map_released + LOG_RELEASE_BYTES {
             // SAFETY: the range holds whole pages (the mapping starts on a page, `map_offset`
-            // being a multiple of the chunk size) that every append has finished storing into
+            // being a multiple of the chunk size, 1 MiB, and so of any page size up to it) that every append has finished storing into
             // (they end at or before `map_used`), and no reference into the mapping outlives
             // an append. The mapping is shared and of a file: `MADV_DONTNEED` only takes the
             // pages out of this process's page tables, their contents (dirty or not) staying
