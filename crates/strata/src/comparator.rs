@@ -185,14 +185,6 @@ impl Comparator for BytewiseComparator {
 /// short, and a call to `memcmp` costs more than the comparison of a 16-byte key.
 #[inline]
 pub(crate) fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
-    compare_bytes_inlined(a, b)
-}
-
-/// [`compare_bytes`], always inlined, for the one place where the compiler left it a call
-/// and the call cost: a scan's forward step (5% of readseq's samples after fillseq). Forced
-/// everywhere, it made readhot 1-2% slower.
-#[inline(always)]
-pub(crate) fn compare_bytes_inlined(a: &[u8], b: &[u8]) -> Ordering {
     let n = a.len().min(b.len());
     let (mut x, mut y) = (&a[..n], &b[..n]);
     while let (Some((wa, ra)), Some((wb, rb))) =

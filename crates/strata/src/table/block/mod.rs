@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU16, AtomicU8, Ordering as MemoryOrdering};
 use std::sync::Arc;
 
 use crate::coding::{decode_fixed32, decode_fixed64, decode_varint32, varint_length};
-use crate::comparator::{compare_bytes_inlined, Comparator};
+use crate::comparator::Comparator;
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
@@ -1458,9 +1458,7 @@ impl BlockIter {
             return None;
         }
         let tag_at = h.value_start() - TAG_LEN;
-        if compare_bytes_inlined(data.get(h.key_delta..tag_at)?, &self.key.as_slice()[h.shared..user_len])
-            .is_le()
-        {
+        if data.get(h.key_delta..tag_at)? <= &self.key.as_slice()[h.shared..user_len] {
             return None;
         }
         let tag = decode_fixed64(data.get(tag_at..)?)?;
