@@ -167,12 +167,12 @@ impl MappedLogFile {
     #[allow(unsafe_code)]
     fn populate_through(&mut self, end: usize) {
         let Some(map) = self.map.as_ref() else { return };
-        let written = self.map_used / page_bytes() * page_bytes();
+        let written = self.map_used - self.map_used % page_bytes();
         if written >= self.map_released + LOG_RELEASE_BYTES {
             // SAFETY: the range holds whole pages (the mapping starts on a page, `map_offset`
-            // being a multiple of the chunk size, 1 MiB, and so of any page size up to it) that every append has finished storing into
-            // (they end at or before `map_used`), and no reference into the mapping outlives
-            // an append. The mapping is shared and of a file: `MADV_DONTNEED` only takes the
+            // being a multiple of the chunk size, 1 MiB, and so of any page size up to it)
+            // that every append has finished storing into (they end at or before
+            // `map_used`), and no reference into the mapping outlives an append. The mapping is shared and of a file: `MADV_DONTNEED` only takes the
             // pages out of this process's page tables, their contents (dirty or not) staying
             // in the page cache, and a later access would map them again with those contents.
             let _ = unsafe {
