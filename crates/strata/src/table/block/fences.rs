@@ -19,7 +19,7 @@
 use std::cmp::Ordering;
 
 use super::{decode_entry, Block};
-use crate::comparator::{common_prefix_len, compare_bytes};
+use crate::comparator::common_prefix_len;
 use crate::key::TAG_LEN;
 
 /// Restarts whose windows tie with the target's that [`RestartFences::narrow`] steps over
@@ -28,18 +28,24 @@ const TIES_STEPPED: usize = 4;
 
 /// Restart-key windows of one block.
 ///
-/// Invariants: `1 <= windows.len() <= restarts`, the block's restart count; the user keys of
-/// the first `windows.len()` restarts (the covered ones) start with `prefix`; `windows[i]` is
-/// the user key of restart `i` after `prefix`, its first eight bytes zero-padded, big-endian;
-/// so `windows` is non-decreasing. The user keys of the restarts after the covered ones come
+/// Invariants: `1 <= covered <= restarts`, the block's restart count; the user keys of the
+/// first `covered` restarts (the covered ones) start with the prefix (`prefix_len` bytes);
+/// window `i` (`words[i]`) is the user key of restart `i` after the prefix, its first eight
+/// bytes zero-padded, big-endian; so the windows are non-decreasing; `words` holds the
+/// prefix's `prefix_len.div_ceil(8)` words after them. The user keys of the restarts after the covered ones come
 /// after every user key that starts with `prefix`.
 ///
 /// The last restart is left uncovered when that lengthens the prefix: a table's last index
 /// key is usually the short successor of its last key (`"1"` after `"0000…0647"`), which shares
 /// nothing with the others and would leave every window the same.
 pub(crate) struct RestartFences {
-    prefix: Box<[u8]>,
-    windows: Box<[u64]>,
+    /// The covered restarts' windows (`covered` of them), then `prefix` in words: its bytes
+    /// eight at a time, each chunk as [`window`] reads it (zero-padded, big-endian). One
+    /// allocation, so that a search loads the fences from one place, with no pointer between
+    /// the block and them (the block holds this struct inline).
+    words: Box<[u64]>,
+    covered: usize,
+    prefix_len: usize,
     restarts: usize,
     /// True if every entry of the block is a restart point (each restart's entry ends where
     /// the next restart, or the restart array, begins), as in an index block or a block's
@@ -50,8 +56,8 @@ pub(crate) struct RestartFences {
 impl std::fmt::Debug for RestartFences {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RestartFences")
-            .field("prefix_len", &self.prefix.len())
-            .field("covered", &self.windows.len())
+            .field("prefix_len", &self.prefix_len)
+            .field("covered", &self.covered)
             .field("restarts", &self.restarts)
             .finish()
     }
@@ -152,12 +158,12 @@ impl RestartFences {
             covered -= 1;
             prefix_len = common_prefix_len(first, keys[covered - 1]);
         }
+        let windows = keys[..covered].iter().map(|k| window(&k[prefix_len..]));
+        let prefix = first[..prefix_len].chunks(8).map(window);
         Some(RestartFences {
-            prefix: first[..prefix_len].into(),
-            windows: keys[..covered]
-                .iter()
-                .map(|k| window(&k[prefix_len..]))
-                .collect(),
+            words: windows.chain(prefix).collect(),
+            covered,
+            prefix_len,
             restarts: keys.len(),
             every_entry,
         })
@@ -168,9 +174,26 @@ impl RestartFences {
         self.every_entry
     }
 
-    /// The heap bytes the fences hold (their prefix and windows).
+    /// The heap bytes the fences hold (their windows and prefix).
     pub(crate) fn heap_bytes(&self) -> usize {
-        std::mem::size_of::<RestartFences>() + self.prefix.len() + 8 * self.windows.len()
+        8 * self.words.len()
+    }
+
+    /// How the user key `user` compares with the prefix over the bytes both have, read as
+    /// the prefix's words read it: eight at a time, zero-padded. Where `user` is shorter than
+    /// the prefix and agrees with it, the padding may make it `Less`, never `Greater`; a
+    /// search answers both alike (before every key).
+    #[inline]
+    fn compare_prefix(&self, user: &[u8]) -> Ordering {
+        let shared = self.prefix_len.min(user.len());
+        let prefix = &self.words[self.covered..];
+        for (chunk, &word) in user[..shared].chunks(8).zip(prefix) {
+            match window(chunk).cmp(&word) {
+                Ordering::Equal => {}
+                other => return other,
+            }
+        }
+        Ordering::Equal
     }
 
     /// The range `(left, right)` of restart indexes holding the last restart whose key is
@@ -179,22 +202,22 @@ impl RestartFences {
     /// if there is one, is not before it.
     pub(crate) fn narrow(&self, target: &[u8]) -> (usize, usize) {
         let user = &target[..target.len().saturating_sub(TAG_LEN)];
-        let covered = self.windows.len();
-        let shared = self.prefix.len().min(user.len());
-        match compare_bytes(&user[..shared], &self.prefix[..shared]) {
+        let covered = self.covered;
+        match self.compare_prefix(user) {
             // Before every covered key (so every key), or after all of them.
             Ordering::Less => return (0, 0),
             Ordering::Greater => return (covered - 1, self.restarts - 1),
-            Ordering::Equal if user.len() < self.prefix.len() => return (0, 0),
+            Ordering::Equal if user.len() < self.prefix_len => return (0, 0),
             Ordering::Equal => {}
         }
-        let q = window_after(user, self.prefix.len());
+        let q = window_after(user, self.prefix_len);
+        let windows = &self.words[..covered];
         // Covered restarts before `lo` have smaller user keys (so smaller keys); from `hi` on,
         // larger, as are all the uncovered ones (the user key starts with the prefix).
-        let lo = count_below(&self.windows, q);
+        let lo = count_below(windows, q);
         // Ties are few (keys that agree on eight bytes past the prefix): stepped over one by
         // one, and searched for only when there are many.
-        let ties = &self.windows[lo..];
+        let ties = &windows[lo..];
         let mut hi = lo + ties.iter().take(TIES_STEPPED).take_while(|&&w| w == q).count();
         if hi - lo == TIES_STEPPED {
             hi = lo + ties.partition_point(|&w| w == q);

@@ -36,9 +36,10 @@ pub(crate) use fences::{count_below, window, window_after, RestartFences};
 /// Only that cursor holds it, and it finishes the block before it reads past those entries
 /// or searches it ([`PendingDecode`]).
 ///
-/// `repr(C)`: what every read of the block loads (the restart array's place, the fences, the
-/// hit count of a cached block, then the bytes' pointer, length and `in_mapping`, see
-/// [`BlockBytes`]) lies in its first 64 bytes.
+/// `repr(C)`: what every read of the block loads (the restart array's place, the fences held
+/// inline, the hit count of a cached block, then the bytes' pointer, length and `in_mapping`,
+/// see [`BlockBytes`]) lies in its first 96 bytes, with no pointer to follow to the fences
+/// (their windows and prefix are one allocation: [`RestartFences`]).
 #[repr(C)]
 pub struct Block {
     restarts_offset: usize,
@@ -46,7 +47,7 @@ pub struct Block {
     /// Set on a table's index block and on a data block's search form, whose keys are
     /// internal keys in bytewise user order and which are only searched in that order
     /// ([`Block::with_fences`]).
-    fences: Option<Box<RestartFences>>,
+    fences: Option<RestartFences>,
     /// Reads that hit the block in the block cache, counted to two
     /// ([`Block::second_hit`]); a search form ([`Block::searchable`]) starts at two. Relaxed:
     /// racing readers can each make a search form of the same block, all alike, never a
@@ -428,7 +429,7 @@ impl Block {
     /// for its index block and its data blocks' search forms, and only when its comparator is
     /// bytewise.
     pub(crate) fn with_fences(mut self) -> Block {
-        self.fences = RestartFences::build(&self).map(Box::new);
+        self.fences = RestartFences::build(&self);
         self
     }
 
@@ -616,7 +617,7 @@ impl Block {
         if self.num_restarts == 0 {
             return Ok(None);
         }
-        if let Some(fences) = self.fences.as_deref().filter(|f| f.every_entry()) {
+        if let Some(fences) = self.fences.as_ref().filter(|f| f.every_entry()) {
             return self.find_among_restarts(fences, comparator, target, found);
         }
         let limit = self.restarts_offset;
@@ -977,7 +978,7 @@ impl Block {
     where
         C: Comparator + ?Sized,
     {
-        let fences = self.fences.as_deref().filter(|f| f.every_entry())?;
+        let fences = self.fences.as_ref().filter(|f| f.every_entry())?;
         Some(self.first_restart_not_before(fences, comparator, target))
     }
 
@@ -985,7 +986,7 @@ impl Block {
     /// fences (as [`entry_at_or_after`](Self::entry_at_or_after) needs); `None` otherwise, or
     /// if an entry does not decode.
     pub(crate) fn every_entry_values(&self) -> Option<Vec<&[u8]>> {
-        self.fences.as_deref().filter(|f| f.every_entry())?;
+        self.fences.as_ref().filter(|f| f.every_entry())?;
         (0..self.num_restarts)
             .map(|i| {
                 let h = self.restart_entry(i).ok()?;

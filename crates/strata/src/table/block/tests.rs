@@ -559,6 +559,15 @@ fn fenced_searches_answer_as_unfenced_ones() {
                     probes.push(ikey(shorter, seqno));
                 }
             }
+            // A byte one up or one down at each place: probes that leave the fences' prefix in
+            // each of its words, before and after it.
+            for pos in 0..u.len() {
+                for delta in [1u8, 255] {
+                    let mut near = u.clone();
+                    near[pos] = near[pos].wrapping_add(delta);
+                    probes.push(ikey(&near, 500));
+                }
+            }
         }
         for interval in [1, 2, 16] {
             let plain = parse(build(&entries, interval)).unwrap();
@@ -724,7 +733,7 @@ fn a_search_form_answers_as_the_stored_block() {
                 };
                 let form = Arc::new(form);
                 assert_eq!(form.num_restarts, entries.len());
-                let fences = form.fences.as_deref();
+                let fences = form.fences.as_ref();
                 assert_eq!(fences.is_some(), bytewise_order, "{users:?}");
                 assert!(fences.is_none_or(RestartFences::every_entry));
                 assert!(form.charge() >= form.size());
