@@ -784,9 +784,11 @@ impl Db {
             verify_checksums: options.verify_checksums,
             fill_cache: options.fill_cache,
         };
-        let (found, charge) = view
-            .version
-            .get(&read, &inner.table_cache, key, seqno, floor)?;
+        // Written where the table finds the entry, not moved up through the lookup's layers.
+        let mut found = TableLookup::Absent;
+        let charge =
+            view.version
+                .get_into(&read, &inner.table_cache, key, seqno, floor, &mut found)?;
         if let Some(charge) = charge {
             if view.version.charge_seek(&charge) && !inner.read_only {
                 inner.wake_background();

@@ -313,12 +313,29 @@ impl Version {
         snapshot: SeqNo,
         floor: SeqNo,
     ) -> Result<(TableLookup, Option<SeekCharge>)> {
+        let mut answer = TableLookup::Absent;
+        let charge = self.get_into(options, table_cache, user_key, snapshot, floor, &mut answer)?;
+        Ok((answer, charge))
+    }
+
+    /// [`get`](Self::get), its answer written into `answer` (left as it is when no file holds
+    /// the key): built in place where the table finds the entry, so that a hot read does not
+    /// move it up through every layer of the lookup.
+    pub(crate) fn get_into(
+        &self,
+        options: &BlockReadOptions,
+        table_cache: &TableCache,
+        user_key: &[u8],
+        snapshot: SeqNo,
+        floor: SeqNo,
+        answer: &mut TableLookup,
+    ) -> Result<Option<SeekCharge>> {
         with_seek_key(user_key, snapshot, |seek_key| {
-            self.get_at(options, table_cache, user_key, seek_key, floor)
+            self.get_at(options, table_cache, user_key, seek_key, floor, answer)
         })
     }
 
-    /// [`get`](Self::get) with its internal seek key built.
+    /// [`get_into`](Self::get_into) with its internal seek key built.
     fn get_at<'v>(
         &'v self,
         options: &BlockReadOptions,
@@ -326,19 +343,20 @@ impl Version {
         user_key: &[u8],
         seek_key: &[u8],
         floor: SeqNo,
-    ) -> Result<(TableLookup, Option<SeekCharge>)> {
+        answer: &mut TableLookup,
+    ) -> Result<Option<SeekCharge>> {
         let icmp = &self.icmp;
         // The first file read, and the one to charge once a second file is read; borrowed
         // from the version so that a lookup clones no `Arc` unless it charges a seek.
         let mut first_read: Option<(&'v Arc<LiveFile>, usize)> = None;
         let mut charge: Option<(&'v Arc<LiveFile>, usize)> = None;
-        let mut search = |file: &'v Arc<LiveFile>, level: usize| -> Result<Option<TableLookup>> {
+        let mut search = |file: &'v Arc<LiveFile>, level: usize| -> Result<bool> {
             match first_read {
                 None => first_read = Some((file, level)),
                 Some(first) if charge.is_none() => charge = Some(first),
                 Some(_) => {}
             }
-            file.lookup(table_cache, options, seek_key, icmp, floor)
+            file.lookup(table_cache, options, seek_key, icmp, floor, answer)
         };
 
         // Level 0, newest file first (invariant 1). A table its key filter rules out is not
@@ -349,10 +367,9 @@ impl Version {
             if icmp.compare_user(user_key, user_key_of(&file.smallest)) != CmpOrdering::Less
                 && icmp.compare_user(user_key, user_key_of(&file.largest)) != CmpOrdering::Greater
                 && file.may_hold_hashed(user_key, &mut hash)
+                && search(file, 0)?
             {
-                if let Some(answer) = search(file, 0)? {
-                    return Ok((answer, to_charge(charge)));
-                }
+                return Ok(to_charge(charge));
             }
         }
         for level in 1..NUM_LEVELS {
@@ -364,11 +381,11 @@ impl Version {
             if icmp.compare_user(user_key, user_key_of(&file.smallest)) == CmpOrdering::Less {
                 continue;
             }
-            if let Some(answer) = search(file, level)? {
-                return Ok((answer, to_charge(charge)));
+            if search(file, level)? {
+                return Ok(to_charge(charge));
             }
         }
-        Ok((TableLookup::Absent, to_charge(charge)))
+        Ok(to_charge(charge))
     }
 
     /// The seek an iterator's read sample at `user_key` charges (LevelDB's read sampling): the
@@ -633,7 +650,7 @@ impl LiveFile {
         }
     }
 
-    /// [`lookup_in_table`] in this file's table ([`with_table`](Self::with_table)).
+    /// [`lookup_in`] in this file's table ([`with_table`](Self::with_table)).
     fn lookup(
         &self,
         table_cache: &TableCache,
@@ -641,9 +658,10 @@ impl LiveFile {
         seek_key: &[u8],
         icmp: &InternalKeyComparator,
         floor: SeqNo,
-    ) -> Result<Option<TableLookup>> {
+        answer: &mut TableLookup,
+    ) -> Result<bool> {
         self.with_table(table_cache, |table| {
-            lookup_in(table, options, seek_key, icmp, floor)
+            lookup_in(table, options, seek_key, icmp, floor, answer)
         })?
     }
 }
@@ -660,30 +678,37 @@ pub(crate) fn lookup_in_table(
     floor: SeqNo,
 ) -> Result<Option<TableLookup>> {
     let table = table_cache.get(file.number, file.file_size)?;
-    lookup_in(&table, options, seek_key, icmp, floor)
+    let mut answer = TableLookup::Absent;
+    let found = lookup_in(&table, options, seek_key, icmp, floor, &mut answer)?;
+    Ok(found.then_some(answer))
 }
 
-/// [`lookup_in_table`] in an open table.
+/// [`lookup_in_table`] in an open table, the answer written into `answer`; true if the table
+/// holds an entry for the key (`answer` is then set), false if not (`answer` untouched).
 fn lookup_in(
     table: &Table,
     options: &BlockReadOptions,
     seek_key: &[u8],
     icmp: &InternalKeyComparator,
     floor: SeqNo,
-) -> Result<Option<TableLookup>> {
+    answer: &mut TableLookup,
+) -> Result<bool> {
     let user_key = user_key_of(seek_key);
     let found = table.get_in_block(options, seek_key, |block, k, v| {
-        let parsed = ParsedInternalKey::parse(k)?;
+        let Some(parsed) = ParsedInternalKey::parse(k) else {
+            return false;
+        };
         if icmp.compare_user(parsed.user_key, user_key) != CmpOrdering::Equal {
-            return None;
+            return false;
         }
         if parsed.seqno < floor {
-            return Some(TableLookup::Deleted);
+            *answer = TableLookup::Deleted;
+            return true;
         }
         // A value in a block read in place from the mapping, or decoded part way into a
         // thread's buffer, is copied; one in a block in memory is borrowed.
         let in_memory = block.filter(|b| !b.is_mapped());
-        Some(match (parsed.kind, in_memory) {
+        *answer = match (parsed.kind, in_memory) {
             (ValueKind::Value, Some(block)) => {
                 TableLookup::Value(block.slice(v).expect("find hands out slices of its block"))
             }
@@ -692,9 +717,10 @@ fn lookup_in(
             (ValueKind::BlobPointer, _) => TableLookup::BlobPointer(v.to_vec()),
             // `parse` refuses `RangeDeletion`: tables hold no range deletions.
             (ValueKind::Deletion | ValueKind::RangeDeletion, _) => TableLookup::Deleted,
-        })
+        };
+        true
     })?;
-    Ok(found.flatten())
+    Ok(found == Some(true))
 }
 
 /// Out of line: the copy inlined into `lookup_in_table` cost readhot 2-3% (whose values are
