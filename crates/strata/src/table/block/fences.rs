@@ -32,8 +32,8 @@ const TIES_STEPPED: usize = 4;
 /// first `covered` restarts (the covered ones) start with the prefix (`prefix_len` bytes);
 /// window `i` (`words[i]`) is the user key of restart `i` after the prefix, its first eight
 /// bytes zero-padded, big-endian; so the windows are non-decreasing; `words` holds the
-/// prefix's `prefix_len.div_ceil(8)` words after them. The user keys of the restarts after the covered ones come
-/// after every user key that starts with `prefix`.
+/// prefix's `prefix_len.div_ceil(8)` words after them. The user keys of the restarts after
+/// the covered ones come after every user key that starts with the prefix.
 ///
 /// The last restart is left uncovered when that lengthens the prefix: a table's last index
 /// key is usually the short successor of its last key (`"1"` after `"0000…0647"`), which shares
