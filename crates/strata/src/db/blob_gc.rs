@@ -432,9 +432,9 @@ impl DbInner {
             verify_checksums: true,
             fill_cache: false,
         };
-        let (found, _) = view
-            .version
-            .get(&read, &self.table_cache, key, seqno, floor)?;
+        let mut found = TableLookup::Absent;
+        view.version
+            .get_into(&read, &self.table_cache, key, seqno, floor, &mut found)?;
         Ok(match found {
             TableLookup::Value(v) => Some((ValueKind::Value, v.to_vec())),
             TableLookup::CopiedValue(v) => Some((ValueKind::Value, v)),

@@ -480,7 +480,11 @@ pub(crate) fn newest_older_pointer(
     }
     let found = match found {
         Some(f) => f,
-        None => version.get(&read, &inner.table_cache, key, MAX_SEQNO, 0)?.0,
+        None => {
+            let mut answer = TableLookup::Absent;
+            version.get_into(&read, &inner.table_cache, key, MAX_SEQNO, 0, &mut answer)?;
+            answer
+        }
     };
     Ok(match found {
         TableLookup::BlobPointer(p) => BlobPointer::decode(&p),

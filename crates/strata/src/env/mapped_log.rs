@@ -172,9 +172,10 @@ impl MappedLogFile {
             // SAFETY: the range holds whole pages (the mapping starts on a page, `map_offset`
             // being a multiple of the chunk size, 1 MiB, and so of any page size up to it)
             // that every append has finished storing into (they end at or before
-            // `map_used`), and no reference into the mapping outlives an append. The mapping is shared and of a file: `MADV_DONTNEED` only takes the
-            // pages out of this process's page tables, their contents (dirty or not) staying
-            // in the page cache, and a later access would map them again with those contents.
+            // `map_used`), and no reference into the mapping outlives an append. The mapping
+            // is shared and of a file: `MADV_DONTNEED` only takes the pages out of this
+            // process's page tables, their contents (dirty or not) staying in the page cache,
+            // and a later access would map them again with those contents.
             let _ = unsafe {
                 map.unchecked_advise_range(
                     memmap2::UncheckedAdvice::DontNeed,

@@ -304,23 +304,10 @@ impl Version {
     }
 
     /// Looks `user_key` up as of `snapshot`: level-0 files newest first, then one file per
-    /// deeper level. Returns the answer and the seek to charge, if any.
-    pub(crate) fn get(
-        &self,
-        options: &BlockReadOptions,
-        table_cache: &TableCache,
-        user_key: &[u8],
-        snapshot: SeqNo,
-        floor: SeqNo,
-    ) -> Result<(TableLookup, Option<SeekCharge>)> {
-        let mut answer = TableLookup::Absent;
-        let charge = self.get_into(options, table_cache, user_key, snapshot, floor, &mut answer)?;
-        Ok((answer, charge))
-    }
-
-    /// [`get`](Self::get), its answer written into `answer` (left as it is when no file holds
-    /// the key): built in place where the table finds the entry, so that a hot read does not
-    /// move it up through every layer of the lookup.
+    /// deeper level. Writes the answer into `answer` (left as it is when no file holds the
+    /// key) and returns the seek to charge, if any. The answer is built in place where the
+    /// table finds the entry, so that a hot read does not move it up through every layer of
+    /// the lookup.
     pub(crate) fn get_into(
         &self,
         options: &BlockReadOptions,
