@@ -1247,18 +1247,46 @@ fn decode_entry(data: &[u8], offset: usize, limit: usize) -> Option<EntryHeader>
     })
 }
 
-/// Appends `key` to the keys in `buf[..used]` and returns where it ends. `buf` only grows
-/// (zero-filled, doubling; the bytes past `used` are left over from earlier runs), so that
-/// the copy lands in a slice already there, which [`copy_key_bytes`] fills without a
-/// `memcpy` call for keys of up to 32 bytes.
+/// Appends to the keys in `buf[..used]` the key that an entry encodes against the key before
+/// it, `buf[prev..used]`: that key's first `shared` bytes, then the `non_shared` bytes at
+/// `bytes[start..]`. Returns where the new key ends; false if `shared` is more than the key
+/// before it holds. `buf` only grows (zero-filled, doubling; the bytes past `used` are left
+/// over from earlier runs), so that each copy lands in a slice already there: a prefix of up
+/// to 32 bytes is two fixed-size moves ([`copy_key_bytes`]) and a delta of at most
+/// [`WORD_COPY`] bytes one, whose bytes past the key land beyond it, unread, where the next
+/// key is written over them.
+///
+/// The key is built where it is kept, from the bytes of the key before it, not rebuilt in a
+/// scratch key and copied from there: a copy that read the scratch key just after the delta
+/// was stored into its middle would wait for that store (a load that spans two stores is not
+/// forwarded from them), on every entry of a backward scan.
+/// Requires: `prev <= used` and `start + non_shared <= bytes.len()`.
 #[inline]
-fn append_key(buf: &mut Vec<u8>, used: usize, key: &[u8]) -> usize {
-    let end = used + key.len();
-    if buf.len() < end {
-        buf.resize(end.max(2 * buf.len()), 0);
+fn append_shared_key(
+    buf: &mut Vec<u8>,
+    prev: usize,
+    used: usize,
+    shared: usize,
+    bytes: &[u8],
+    start: usize,
+    non_shared: usize,
+) -> Option<usize> {
+    if shared > used - prev {
+        return None;
     }
-    copy_key_bytes(&mut buf[used..end], key);
-    end
+    let end = used + shared + non_shared;
+    let room = used + shared + non_shared.max(WORD_COPY);
+    if buf.len() < room {
+        buf.resize(room.max(2 * buf.len()), 0);
+    }
+    let (before, after) = buf.split_at_mut(used);
+    copy_key_bytes(&mut after[..shared], &before[prev..prev + shared]);
+    let delta = &mut after[shared..];
+    match bytes.get(start..start + WORD_COPY) {
+        Some(word) if non_shared <= WORD_COPY => delta[..WORD_COPY].copy_from_slice(word),
+        _ => delta[..non_shared].copy_from_slice(&bytes[start..start + non_shared]),
+    }
+    Some(end)
 }
 
 /// One entry of the restart run cached for backward iteration.
@@ -1544,22 +1572,28 @@ impl BlockIter {
         self.run.clear();
         let limit = self.block.restarts_offset;
         let mut offset = self.block.restart_point(index);
-        // Each key is rebuilt in `key` (the shared prefix stays, the delta is one move), then
-        // appended to `run_keys` at `used`. `key` is free: once the cursor is in the run, the
+        // Each key is built in `run_keys` at `used` from the key before it, at `prev`
+        // (`append_shared_key`). `key` is left as it was: once the cursor is in the run, the
         // run holds its key, and a step forward out of it rebuilds `key` from there.
-        let key = &mut self.key;
-        key.clear();
-        let mut used = 0;
+        let (mut prev, mut used) = (0, 0);
         while offset < before {
             let Some(h) = decode_entry(&self.block.data, offset, limit) else {
                 self.fail(offset, "bad entry in block");
                 return;
             };
-            if !key.rebuild_in(h.shared, &self.block.data, h.key_delta, h.non_shared) {
+            let Some(end) = append_shared_key(
+                &mut self.run_keys,
+                prev,
+                used,
+                h.shared,
+                &self.block.data,
+                h.key_delta,
+                h.non_shared,
+            ) else {
                 self.fail(offset, "block entry shares more than the previous key");
                 return;
-            }
-            used = append_key(&mut self.run_keys, used, key.as_slice());
+            };
+            (prev, used) = (used, end);
             self.run.push(RunEntry {
                 offset,
                 next_offset: h.end(),

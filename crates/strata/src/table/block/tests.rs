@@ -262,6 +262,21 @@ fn entry_sharing_more_than_the_previous_key_is_corruption() {
     assert!(err.to_string().contains("shares more"), "{err}");
 }
 
+#[test]
+fn entry_sharing_more_than_the_previous_key_is_corruption_on_a_backward_walk() {
+    let mut data = build(&entries(3), 16);
+    let first_len = 3 + entries(3)[0].0.len() + entries(3)[0].1.len();
+    data[first_len] = 100;
+    let block = parse(data).unwrap();
+    // Straight to the end: the run is decoded for a backward step, never stepped forward.
+    let mut it = block.iter(bytewise());
+    it.seek_to_last();
+    assert!(!it.valid());
+    let err = it.status().unwrap_err();
+    assert!(err.to_string().contains("shares more"), "{err}");
+    assert!(matches!(err, Error::Corruption { offset, .. } if offset == 4096 + first_len as u64));
+}
+
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// Scans `block` forwards and backwards. Returns what the forward scan yielded and the first
