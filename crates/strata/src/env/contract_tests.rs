@@ -532,6 +532,39 @@ fn resident_bytes_mapped_from(path: &Path) -> u64 {
     kib * 1024
 }
 
+/// A mapped file told that a range is read and copied (`release_resident`) takes the pages
+/// wholly inside it out of the process's resident memory, keeps the page the range starts
+/// inside, and still reads every byte as before, through borrowed slices taken earlier too.
+#[cfg(target_os = "linux")]
+#[test]
+fn posix_mapped_file_releases_the_pages_it_is_told_are_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("000009.ldb");
+    let bytes: Vec<u8> = (0..16 * 4096 + 100).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&path, &bytes).unwrap();
+    let file = PosixEnv::new().new_mapped_file(&path).unwrap();
+    let whole = file.mapped(0, bytes.len()).expect("the file is mapped");
+    assert_eq!(whole, &bytes[..]);
+    let resident = resident_bytes_mapped_from(&path);
+    assert_eq!(resident, 17 * 4096, "every page was read");
+    // From inside page 1 to the end: pages 2..=16 go, pages 0 and 1 stay.
+    file.release_resident(5000, bytes.len() as u64 - 5000);
+    assert_eq!(resident_bytes_mapped_from(&path), 2 * 4096);
+    assert_eq!(
+        whole,
+        &bytes[..],
+        "a slice borrowed before reads the same bytes"
+    );
+    assert_eq!(file.read_to_vec(0, bytes.len()).unwrap(), bytes);
+    drop(file);
+    // A range inside one page, or past the end, releases nothing.
+    let file = PosixEnv::new().new_mapped_file(&path).unwrap();
+    let _ = file.read_to_vec(0, bytes.len()).unwrap();
+    file.release_resident(4097, 4000);
+    file.release_resident(bytes.len() as u64 + 10, 5);
+    assert_eq!(resident_bytes_mapped_from(&path), 17 * 4096);
+}
+
 /// A mapped log keeps few of the pages it wrote mapped (they are the page cache's, and count
 /// in no process's resident memory): after 3 MiB of records, at most 256 KiB written, the
 /// 64 KiB faulted in ahead, the record being appended and the pages these round to, where

@@ -8,7 +8,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::posix::{create_truncated, sync_data, FailStop, IoFaults};
+use super::posix::{create_truncated, page_bytes, sync_data, FailStop, IoFaults};
 use super::WritableFile;
 use crate::error::Result;
 
@@ -28,21 +28,6 @@ const LOG_POPULATE_BYTES: usize = 64 << 10;
 /// but stop counting in the process's resident memory, which otherwise held up to a whole
 /// chunk of the log (1 MiB) that nothing reads.
 const LOG_RELEASE_BYTES: usize = 256 << 10;
-
-/// The system's page size, which `madvise` ranges are whole multiples of (4 KiB where
-/// `sysconf` cannot tell, which on a kernel of larger pages only makes the release fail and
-/// the pages stay mapped).
-fn page_bytes() -> usize {
-    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *PAGE.get_or_init(|| {
-        nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
-            .ok()
-            .flatten()
-            .and_then(|n| usize::try_from(n).ok())
-            .filter(|n| n.is_power_of_two())
-            .unwrap_or(4096)
-    })
-}
 
 /// A write-ahead log written through a shared mapping ([`Env::new_log_file`](super::Env::new_log_file)).
 ///

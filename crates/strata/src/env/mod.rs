@@ -70,6 +70,16 @@ pub trait RandomAccessFile: Send + Sync {
         let _ = (offset, len);
         None
     }
+
+    /// A hint that the bytes at `offset..offset + len` have been read and copied, and will
+    /// not be read again soon: a file mapped into memory may take the pages that lie wholly
+    /// inside that range out of the process's resident memory. Their bytes stay what they
+    /// were (borrowed slices stay valid; the next read maps the pages again, from the page
+    /// cache). It reports nothing. A table calls it once opened, for its index, filter and
+    /// footer, which it holds copied. The default does nothing.
+    fn release_resident(&self, offset: u64, len: u64) {
+        let _ = (offset, len);
+    }
 }
 
 /// A file written by appending, as logs and tables are.

@@ -202,6 +202,21 @@ impl SequentialFile for PosixSequentialFile {
     }
 }
 
+/// The system's page size, which `madvise` ranges are whole multiples of (4 KiB where
+/// `sysconf` cannot tell, which on a kernel of larger pages only makes the release fail and
+/// the pages stay mapped).
+pub(super) fn page_bytes() -> usize {
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PAGE.get_or_init(|| {
+        nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+            .ok()
+            .flatten()
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| n.is_power_of_two())
+            .unwrap_or(4096)
+    })
+}
+
 struct PosixRandomAccessFile {
     path: PathBuf,
     file: File,
@@ -235,6 +250,38 @@ impl RandomAccessFile for PosixRandomAccessFile {
         let mut buf = vec![0u8; len];
         self.read_exact_at(offset, &mut buf)?;
         Ok(buf)
+    }
+
+    #[allow(unsafe_code)]
+    fn release_resident(&self, offset: u64, len: u64) {
+        let Some(map) = self.map.as_ref() else { return };
+        let page = page_bytes();
+        // Whole pages only: the first page the range starts in may hold bytes before it. The
+        // mapping's last page, which the file ends inside, holds nothing past the range.
+        let Ok(start) = usize::try_from(offset) else {
+            return;
+        };
+        let Some(start) = start.checked_next_multiple_of(page) else {
+            return;
+        };
+        let end = usize::try_from(offset.saturating_add(len)).unwrap_or(usize::MAX);
+        let end = if end >= map.len() {
+            map.len()
+        } else {
+            end - end % page
+        };
+        if start >= end {
+            return;
+        }
+        // SAFETY: `start` is a page boundary and `start < end <= map.len()`, so the range is
+        // whole pages of this mapping (an end not on a page boundary is the mapping's own end,
+        // whose last page the kernel mapped whole). The mapping is a read-only file mapping
+        // of a file never written again (`new_mapped_file`): `MADV_DONTNEED` only takes its
+        // pages out of this process's page tables; a later access maps them again with the
+        // same bytes, so a slice borrowed from the mapping still reads what it read before.
+        let _ = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+        };
     }
 }
 

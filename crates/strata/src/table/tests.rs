@@ -221,6 +221,68 @@ fn index_handles_are_the_index_entries() {
     }
 }
 
+/// Which pages of `bytes` are in this process's page tables (`/proc/self/pagemap`: bit 63 of
+/// each page's word).
+#[cfg(target_os = "linux")]
+fn pages_present(bytes: &[u8]) -> Vec<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let start = bytes.as_ptr() as u64 / 4096;
+    let end = (bytes.as_ptr() as u64 + bytes.len() as u64).div_ceil(4096);
+    let mut pagemap = std::fs::File::open("/proc/self/pagemap").unwrap();
+    pagemap.seek(SeekFrom::Start(start * 8)).unwrap();
+    let mut words = vec![0u8; ((end - start) * 8) as usize];
+    pagemap.read_exact(&mut words).unwrap();
+    words
+        .chunks_exact(8)
+        .map(|w| u64::from_le_bytes(w.try_into().unwrap()) >> 63 == 1)
+        .collect()
+}
+
+/// A table opened from a mapping holds its index and filter copied, and leaves none of the
+/// pages after its data blocks (filter, metaindex, index, footer) in the process's resident
+/// memory; its data blocks still read whole.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_opened_table_leaves_its_index_and_filter_pages_out_of_memory() {
+    use crate::env::PosixEnv;
+    use crate::table::format::BLOCK_TRAILER_SIZE;
+    let dir = tempfile::tempdir().unwrap();
+    let env = PosixEnv::new();
+    let options = TableOptions {
+        filter_policy: Some(Arc::new(BloomFilterPolicy::new(10))),
+        ..TableOptions::default()
+    };
+    let path = dir.path().join("000012.ldb");
+    let entries = model(20_000);
+    let size = build_file(&env, &path, &options, &entries);
+    let mapped = env.new_mapped_file(&path).unwrap();
+    let whole = mapped.mapped(0, size as usize).unwrap().as_ptr();
+    let table = Arc::new(Table::open(options.clone(), mapped.clone(), &path, size, None).unwrap());
+    let handles = table.index_handles().unwrap();
+    let last = handles.last().unwrap();
+    let meta_start = last.offset + last.size + BLOCK_TRAILER_SIZE as u64;
+    assert!(size - meta_start > 4 * 4096, "the meta blocks span pages: {meta_start} of {size}");
+    let bytes = mapped.mapped(0, size as usize).unwrap();
+    assert_eq!(bytes.as_ptr(), whole);
+    let present = pages_present(bytes);
+    // The mapping starts on a page; the page the data blocks end inside may stay.
+    let first_meta_page = meta_start.div_ceil(4096) as usize;
+    assert!(
+        present[first_meta_page..].iter().all(|p| !p),
+        "resident after open: {:?}",
+        present[first_meta_page..].iter().filter(|p| **p).count()
+    );
+    let mut it = table.iter(BlockReadOptions::default());
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(n, entries.len());
+}
+
 #[test]
 fn walks_read_ahead_the_neighbouring_block_in_the_mapping() {
     use crate::env::PosixEnv;
