@@ -251,30 +251,32 @@ fn varint_that_never_ends_is_corruption() {
     assert!(exercise(&block).unwrap_err().is_corruption());
 }
 
-#[test]
-fn entry_sharing_more_than_the_previous_key_is_corruption() {
+/// A block of three entries whose second shares 100 bytes with a first key of 9, and where
+/// that second entry starts.
+fn block_sharing_more_than_the_key_before() -> (Arc<Block>, usize) {
     let mut data = build(&entries(3), 16);
-    // The second entry starts after the first; make it share 200 bytes.
     let first_len = 3 + entries(3)[0].0.len() + entries(3)[0].1.len();
     data[first_len] = 100;
-    let block = parse(data).unwrap();
+    (parse(data).unwrap(), first_len)
+}
+
+#[test]
+fn entry_sharing_more_than_the_previous_key_is_corruption() {
+    let (block, _) = block_sharing_more_than_the_key_before();
     let err = exercise(&block).unwrap_err();
     assert!(err.to_string().contains("shares more"), "{err}");
 }
 
 #[test]
 fn entry_sharing_more_than_the_previous_key_is_corruption_on_a_backward_walk() {
-    let mut data = build(&entries(3), 16);
-    let first_len = 3 + entries(3)[0].0.len() + entries(3)[0].1.len();
-    data[first_len] = 100;
-    let block = parse(data).unwrap();
+    let (block, second) = block_sharing_more_than_the_key_before();
     // Straight to the end: the run is decoded for a backward step, never stepped forward.
     let mut it = block.iter(bytewise());
     it.seek_to_last();
     assert!(!it.valid());
     let err = it.status().unwrap_err();
     assert!(err.to_string().contains("shares more"), "{err}");
-    assert!(matches!(err, Error::Corruption { offset, .. } if offset == 4096 + first_len as u64));
+    assert!(matches!(err, Error::Corruption { offset, .. } if offset == 4096 + second as u64));
 }
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
