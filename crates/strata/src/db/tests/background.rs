@@ -436,3 +436,54 @@ fn a_cursor_pins_the_sorted_level_tables_it_opens() {
         "the files went, and their pins"
     );
 }
+
+/// A writer that finds the blob collector's estimate a blob file behind wakes the collector and
+/// waits for it. The wake-up can come while the collector is busy, before it idles: the
+/// collector must then look again instead of waiting out its poll (200 ms). Here the
+/// collector is held just before it idles (`blob_gc::idle_gate`) while a writer appends more
+/// than a blob file of values and waits; once let go, it must release the writer at once.
+#[test]
+fn a_writer_waiting_for_the_blob_collector_is_not_left_to_its_poll() {
+    use std::time::{Duration, Instant};
+
+    use crate::db::blob_gc::idle_gate::{IdleGate, IDLE_GATE};
+
+    let env = MemEnv::new();
+    let gate = IdleGate::held();
+    IDLE_GATE.with(|g| g.replace(Some(gate.clone())));
+    let db = Arc::new(
+        Db::open(
+            DIR,
+            Options {
+                blob_threshold: Some(1000),
+                blob_file_size: 1 << 20,
+                ..options(&env)
+            },
+        )
+        .unwrap(),
+    );
+    IDLE_GATE.with(|g| g.replace(None));
+    gate.wait_parked();
+    // 48 values of 64 KiB: three blob files' worth; the writer waits after the first 16.
+    let writer = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            for i in 0..48u32 {
+                db.put_opt(format!("k{i:03}").as_bytes(), vec![i as u8; 64 << 10], &w())
+                    .unwrap();
+            }
+            Instant::now()
+        })
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!writer.is_finished(), "the writer waits for the collector");
+    let opened = Instant::now();
+    gate.open();
+    let done = writer.join().unwrap();
+    let waited = done.duration_since(opened);
+    assert!(
+        waited < Duration::from_millis(180),
+        "the writer was released {waited:?} after the collector went on"
+    );
+    assert_eq!(db.get(b"k047").unwrap().unwrap(), vec![47u8; 64 << 10]);
+}
