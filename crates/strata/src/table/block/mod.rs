@@ -1249,7 +1249,7 @@ fn decode_entry(data: &[u8], offset: usize, limit: usize) -> Option<EntryHeader>
 
 /// Appends to the keys in `buf[..used]` the key that an entry encodes against the key before
 /// it, `buf[prev..used]`: that key's first `shared` bytes, then the `non_shared` bytes at
-/// `bytes[start..]`. Returns where the new key ends; false if `shared` is more than the key
+/// `bytes[start..]`. Returns where the new key ends; `None` if `shared` is more than the key
 /// before it holds. `buf` only grows (zero-filled, doubling; the bytes past `used` are left
 /// over from earlier runs), so that each copy lands in a slice already there: a prefix of up
 /// to 32 bytes is two fixed-size moves ([`copy_key_bytes`]) and a delta of at most
