@@ -17,7 +17,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 use std::time::Instant;
 
 use rand::rngs::StdRng;
@@ -493,10 +493,50 @@ impl KeySource {
 }
 
 /// A permutation of `0..n`, the same for every thread of a benchmark.
+///
+/// One buffer serves the whole process: each random benchmark shuffles it again in place
+/// (when no worker still holds it), and threads asking for the same permutation share it. A
+/// new 8 MB buffer per benchmark (at 1M keys) made the harness's own memory depend on the
+/// engine measured: once the first was freed, glibc's threshold for mapping large blocks
+/// rose, and the next one landed on free heap memory an engine had left resident in one
+/// process and on fresh pages in another, about 1 MB of peak between strata and LevelDB
+/// (docs/benchmarks.md, section (27)). Kept, it counts the same for every engine in every
+/// phase after the first random benchmark.
 fn shuffled(n: u64, seed: u64) -> Arc<Vec<u64>> {
-    let mut order: Vec<u64> = (0..n.max(1)).collect();
-    order.shuffle(&mut StdRng::seed_from_u64(seed));
-    Arc::new(order)
+    static KEPT: Mutex<KeptPermutation> = Mutex::new(KeptPermutation(None));
+    KEPT.lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .get(n, seed)
+}
+
+/// The permutation [`shuffled`] keeps: its `n`, its seed and its buffer.
+struct KeptPermutation(Option<(u64, u64, Arc<Vec<u64>>)>);
+
+impl KeptPermutation {
+    /// The permutation of `0..n` for `seed`: the kept one if it is that, else the kept buffer
+    /// shuffled again if no one else holds it, else a new buffer. Kept afterwards.
+    fn get(&mut self, n: u64, seed: u64) -> Arc<Vec<u64>> {
+        if let Some((kept_n, kept_seed, order)) = self.0.as_ref() {
+            if (*kept_n, *kept_seed) == (n, seed) {
+                return order.clone();
+            }
+        }
+        let mut order = self.0.take().map(|(_, _, order)| order).unwrap_or_default();
+        match Arc::get_mut(&mut order) {
+            Some(buffer) => {
+                buffer.clear();
+                buffer.extend(0..n.max(1));
+                buffer.shuffle(&mut StdRng::seed_from_u64(seed));
+            }
+            None => {
+                let mut buffer: Vec<u64> = (0..n.max(1)).collect();
+                buffer.shuffle(&mut StdRng::seed_from_u64(seed));
+                order = Arc::new(buffer);
+            }
+        }
+        self.0 = Some((n, seed, order.clone()));
+        order
+    }
 }
 
 impl<'a> Worker<'a> {
@@ -732,6 +772,33 @@ mod tests {
         let mut args = vec!["db_bench", "--num=3000"];
         args.extend_from_slice(extra);
         Flags::parse_from(args)
+    }
+
+    #[test]
+    fn one_permutation_buffer_serves_each_benchmark_in_turn() {
+        let mut kept = KeptPermutation(None);
+        let first = kept.get(1000, 7);
+        let mut sorted = first.to_vec();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..1000).collect::<Vec<u64>>());
+        // The threads of one benchmark share it.
+        assert!(Arc::ptr_eq(&first, &kept.get(1000, 7)));
+        let held = first.as_ptr();
+        let first_order = first.to_vec();
+        // Still held (by a worker of a benchmark still running): the next gets a buffer of
+        // its own.
+        let second = kept.get(1000, 8);
+        assert_ne!(second.as_ptr(), held);
+        assert_ne!(*second, first_order);
+        drop(first);
+        // Released: the next benchmark's permutation is made in the kept buffer.
+        let second_buffer = second.as_ptr();
+        drop(second);
+        let third = kept.get(10, 9);
+        assert_eq!(third.as_ptr(), second_buffer);
+        let mut sorted = third.to_vec();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..10).collect::<Vec<u64>>());
     }
 
     #[test]
