@@ -522,18 +522,13 @@ impl KeptPermutation {
             }
         }
         let mut order = self.0.take().map(|(_, _, order)| order).unwrap_or_default();
-        match Arc::get_mut(&mut order) {
-            Some(buffer) => {
-                buffer.clear();
-                buffer.extend(0..n.max(1));
-                buffer.shuffle(&mut StdRng::seed_from_u64(seed));
-            }
-            None => {
-                let mut buffer: Vec<u64> = (0..n.max(1)).collect();
-                buffer.shuffle(&mut StdRng::seed_from_u64(seed));
-                order = Arc::new(buffer);
-            }
+        if Arc::get_mut(&mut order).is_none() {
+            order = Arc::default();
         }
+        let buffer = Arc::get_mut(&mut order).expect("a buffer no one else holds");
+        buffer.clear();
+        buffer.extend(0..n.max(1));
+        buffer.shuffle(&mut StdRng::seed_from_u64(seed));
         self.0 = Some((n, seed, order.clone()));
         order
     }
