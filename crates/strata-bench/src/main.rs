@@ -95,6 +95,10 @@ pub struct Flags {
     /// measure what the zero-copy calls save.
     #[arg(long)]
     pub copying_reads: bool,
+    /// strata's scans step a cursor (`key`, `value`, then `next` or `prev`) instead of
+    /// walking it (`DbIterator::walk_forward`, `walk_back`), to measure what a walk saves.
+    #[arg(long)]
+    pub cursor_scans: bool,
     /// readseq and readreverse: read every byte of every value the scan visits (a digest of
     /// them), as a program that uses the values would. Off by default, as in LevelDB's
     /// db_bench, whose scans take only the lengths: an engine that hands out pointers into
@@ -178,6 +182,7 @@ impl Flags {
             verify_checksums: !self.no_verify_checksums,
             value_size: self.value_size,
             copying_reads: self.copying_reads,
+            cursor_scans: self.cursor_scans,
             row_cache_size: self.row_cache_size,
             l0_slowdown_writes_trigger: self.l0_slowdown_writes_trigger,
             l0_stop_writes_trigger: self.l0_stop_writes_trigger,

@@ -497,6 +497,7 @@ fn child_args(flags: &Flags, config: &Config, num: u64, engine: &str, dir: &Path
         ("--no_compression", flags.no_compression),
         ("--no_verify_checksums", flags.no_verify_checksums),
         ("--copying_reads", flags.copying_reads),
+        ("--cursor_scans", flags.cursor_scans),
         ("--scan_reads_values", flags.scan_reads_values),
         ("--histogram", flags.histogram),
     ];

@@ -58,6 +58,9 @@ pub struct EngineConfig {
     /// and value) instead of `get_pinned` and cursor borrows: to measure what zero-copy reads
     /// save. Other engines ignore it.
     pub copying_reads: bool,
+    /// strata's scans step a cursor (`key`, `value`, `next` or `prev`) instead of walking it
+    /// (`DbIterator::walk_forward`, `walk_back`). Other engines ignore it.
+    pub cursor_scans: bool,
     /// The row cache of strata and RocksDB, in bytes (0: off). Other engines ignore it.
     pub row_cache_size: usize,
     /// The level-0 slowdown and stop triggers of strata and RocksDB (`None`: the engine's
@@ -85,6 +88,7 @@ impl Default for EngineConfig {
             verify_checksums: true,
             value_size: 100,
             copying_reads: false,
+            cursor_scans: false,
             row_cache_size: 0,
             l0_slowdown_writes_trigger: None,
             l0_stop_writes_trigger: None,

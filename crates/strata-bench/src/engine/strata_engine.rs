@@ -3,6 +3,7 @@
 //! separation (values of [`BLOB_THRESHOLD`] bytes or more in blob files, compressed when
 //! `--no_compression` is not given, as the tables are).
 
+use std::ops::ControlFlow;
 use std::path::Path;
 
 use strata::{Compression, Db, Options, ReadOptions, WriteBatch, WriteOptions};
@@ -17,6 +18,8 @@ pub struct StrataEngine {
     verify_checksums: bool,
     /// `EngineConfig::copying_reads`.
     copying_reads: bool,
+    /// `EngineConfig::cursor_scans`.
+    cursor_scans: bool,
 }
 
 impl StrataEngine {
@@ -59,6 +62,7 @@ impl StrataEngine {
             db,
             verify_checksums: config.verify_checksums,
             copying_reads: config.copying_reads,
+            cursor_scans: config.cursor_scans,
         })
     }
 
@@ -157,14 +161,30 @@ impl Engine for StrataEngine {
             it.seek_to_first();
         }
         let mut n = 0u64;
-        while it.valid() && n < limit {
-            visit(it.key(), it.value());
-            n += 1;
-            if reverse {
-                it.prev();
-            } else {
-                it.next();
+        if self.cursor_scans {
+            while it.valid() && n < limit {
+                visit(it.key(), it.value());
+                n += 1;
+                if reverse {
+                    it.prev();
+                } else {
+                    it.next();
+                }
             }
+        } else {
+            let mut each = |key: &[u8], value: &[u8]| {
+                if n == limit {
+                    return ControlFlow::Break(());
+                }
+                visit(key, value);
+                n += 1;
+                ControlFlow::Continue(())
+            };
+            let _ = if reverse {
+                it.walk_back(&mut each)
+            } else {
+                it.walk_forward(&mut each)
+            };
         }
         it.status().map_err(|e| e.to_string())?;
         Ok(n)

@@ -35,6 +35,7 @@ use smallvec::SmallVec;
 use super::{Children, InternalIterator, INLINE_CHILDREN};
 use crate::comparator::Comparator;
 use crate::error::Result;
+use crate::table::BlockIter;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -86,8 +87,9 @@ pub(crate) struct MergingIter<C: Comparator> {
     /// bounds of a level's blocks do not grow steadily, the last block of each table being
     /// bounded by a short successor of its last key.)
     lane_open: bool,
-    /// Steps left before [`next_plain_in_block`](Self::next_plain_in_block) tries again,
-    /// after it found a step it could not take: where entries that need a second look are
+    /// Steps left before [`next_plain_in_block`](Self::next_plain_in_block) (moving forward)
+    /// or [`back_lane`](Self::back_lane) (backward) tries again, after it found a step it
+    /// could not take: where entries that need a second look are
     /// common (older versions after overwrites), trying at every step would cost more than it
     /// saves.
     lane_backoff: u8,
@@ -95,6 +97,22 @@ pub(crate) struct MergingIter<C: Comparator> {
 
 /// Steps [`MergingIter::next_plain_in_block`] waits after a step it could not take.
 const LANE_BACKOFF_STEPS: u8 = 8;
+
+/// The most steps of read-ahead [`MergingIter::lane_moved`] takes at once: a backward walk
+/// moves over up to 15 entries of a restart run per lane, and a burst of more prefetches than
+/// the CPU has line-fill buffers stalls. Eight steps (16 lines) a run still fetch a
+/// compressed block of 2 KiB, two or three runs, before the walk reaches it.
+const BACK_LANE_STEPS: usize = 8;
+
+/// What [`MergingIter::back_lane`] hands a backward walk.
+pub(crate) struct BackLane<'a, C> {
+    /// The current child's data block cursor.
+    pub(crate) cursor: &'a mut BlockIter,
+    /// The merge's comparator.
+    pub(crate) comparator: &'a C,
+    /// The runner-up's key: the largest key another child has left. `None` if none has any.
+    pub(crate) runner_up: Option<&'a [u8]>,
+}
 
 /// The address of a slice a child returned, kept until that child moves (each field that
 /// holds one states when it is valid).
@@ -337,7 +355,7 @@ impl<C: Comparator> MergingIter<C> {
             self.lane_backoff -= 1;
             return None;
         }
-        let lane = self.children[cur].block_lane()?;
+        let lane = self.children[cur].block_lane(1)?;
         if !self.lane_open {
             let below_runner_up = self.heap.len() < 2 || {
                 // SAFETY: another child is in the heap, so `runner_up_key` is the runner-up's
@@ -367,6 +385,99 @@ impl<C: Comparator> MergingIter<C> {
         self.keys[cur] = entry.key;
         self.current_entry = entry;
         Some(bytes)
+    }
+
+    /// For a walk backward through the current child's block: that child's data block cursor,
+    /// when the merge moves backward, `accept` takes the current key and the runner-up's
+    /// (with the comparator; not called when no other child has entries left), and the
+    /// cursor stands in a restart run it decoded
+    /// stepping back ([`BlockIter::run_position`]); with the comparator, and the runner-up's
+    /// key if another child has entries left. The run's entries from the current one back, as
+    /// long as each comes after the runner-up's key, come in that order before anything
+    /// another child holds. The caller may move the cursor back over such entries
+    /// ([`BlockIter::move_back_in_run`]) and must then call [`lane_moved`](Self::lane_moved)
+    /// before the merge is used again. `None` otherwise.
+    ///
+    /// After a call that found no lane, the next [`LANE_BACKOFF_STEPS`] calls answer `None`
+    /// at once, so that a walk through a source without blocks (a memtable), or through a
+    /// tree whose sources still hold versions of the same keys (after overwrites), does not
+    /// look at every step.
+    ///
+    /// [`BlockIter::run_position`]: crate::table::BlockIter::run_position
+    /// [`BlockIter::move_back_in_run`]: crate::table::BlockIter::move_back_in_run
+    #[inline]
+    pub(crate) fn back_lane(
+        &mut self,
+        accept: impl FnOnce(&C, &[u8], &[u8]) -> bool,
+    ) -> Option<BackLane<'_, C>> {
+        let cur = self.current?;
+        if self.direction != Direction::Reverse {
+            return None;
+        }
+        if self.lane_backoff > 0 {
+            self.lane_backoff -= 1;
+            return None;
+        }
+        if self.heap.len() >= 2 {
+            // SAFETY: `current` is `Some` and another child is in the heap, so both slices are
+            // keys as those children returned them, and neither has moved since (the fields'
+            // invariants).
+            #[allow(unsafe_code)]
+            let (key, runner_up_key) =
+                unsafe { (&*self.current_entry.key.0, &*self.runner_up_key.0) };
+            if !accept(&self.comparator, key, runner_up_key) {
+                self.lane_backoff = LANE_BACKOFF_STEPS;
+                return None;
+            }
+        }
+        let Some(cursor) = self.children[cur]
+            .block_lane(0)
+            .map(|lane| lane.cursor)
+            .filter(|cursor| cursor.run_position().is_some())
+        else {
+            self.lane_backoff = LANE_BACKOFF_STEPS;
+            return None;
+        };
+        let runner_up = (self.heap.len() >= 2).then(|| {
+            // SAFETY: another child is in the heap, so `runner_up_key` is the runner-up's key
+            // as it returned it, and that child has not moved since (the field's invariant;
+            // only the current child moves between two settles). The borrow returned keeps
+            // every child but the current one from moving while it lives.
+            #[allow(unsafe_code)]
+            unsafe {
+                &*self.runner_up_key.0
+            }
+        });
+        Some(BackLane {
+            cursor,
+            comparator: &self.comparator,
+            runner_up,
+        })
+    }
+
+    /// The current child's block cursor moved back `steps` entries within its run after
+    /// [`back_lane`](Self::back_lane): the merge takes the child's new entry as its own, or
+    /// the runner-up's if that now comes first (the caller checked only the entries it moved
+    /// over, not the one it stopped on), as a step would. The child's read-ahead moves on
+    /// as far as that many steps would have moved it, at most [`BACK_LANE_STEPS`] at once.
+    #[inline]
+    pub(crate) fn lane_moved(&mut self, steps: usize) {
+        let Some(cur) = self.current else {
+            return;
+        };
+        let child = &mut self.children[cur];
+        self.keys[cur] = match child.block_lane(steps.min(BACK_LANE_STEPS)) {
+            Some(lane) => lane.cursor.key().into(),
+            None => child.key().into(),
+        };
+        let pos = self.runner_up_pos;
+        if self.heap.len() >= 2 && self.comes_before(self.heap[pos], cur, Ordering::Greater) {
+            self.heap.swap(0, pos);
+            self.sift_down(pos, Ordering::Greater);
+            self.settle(Ordering::Greater);
+        } else {
+            self.remember_current();
+        }
     }
 
     /// Positions every child whose seek was put off at the current key (where the seek would

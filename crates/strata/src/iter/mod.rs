@@ -8,7 +8,7 @@ mod two_level;
 #[cfg(test)]
 mod vec_iter;
 
-pub(crate) use merging::MergingIter;
+pub(crate) use merging::{BackLane, MergingIter};
 pub(crate) use two_level::{SecondLevel, TwoLevelIter};
 #[cfg(test)]
 pub(crate) use vec_iter::VecIter;
@@ -108,9 +108,10 @@ pub trait InternalIterator {
 
     /// For a cursor on an entry of a table's data block: that block's cursor, for a caller
     /// about to step within the block directly ([`BlockLane`]). The cursor counts the call as
-    /// one of its own steps (its read-ahead moves on). Default: `None`, as for every cursor
+    /// `steps` of its own steps (its read-ahead moves on that far). Default: `None`, as for every cursor
     /// that does not read data blocks, or is not on an entry.
-    fn block_lane(&mut self) -> Option<BlockLane<'_>> {
+    fn block_lane(&mut self, steps: usize) -> Option<BlockLane<'_>> {
+        let _ = steps;
         None
     }
 }

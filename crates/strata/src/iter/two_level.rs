@@ -92,8 +92,12 @@ pub(crate) trait SecondLevel {
 
     /// [`InternalIterator::block_lane`] for the whole two-level cursor, which is on `data`'s
     /// entry, named by `index`'s. Default: none.
-    fn lane<'a>(index: &'a Self::Index, data: &'a mut Self::Iter) -> Option<BlockLane<'a>> {
-        let _ = (index, data);
+    fn lane<'a>(
+        index: &'a Self::Index,
+        data: &'a mut Self::Iter,
+        steps: usize,
+    ) -> Option<BlockLane<'a>> {
+        let _ = (index, data, steps);
         None
     }
 
@@ -350,13 +354,15 @@ impl<S: SecondLevel> InternalIterator for TwoLevelIter<S> {
     }
 
     #[inline]
-    fn block_lane(&mut self) -> Option<BlockLane<'_>> {
+    fn block_lane(&mut self, steps: usize) -> Option<BlockLane<'_>> {
         if self.error.is_some() {
             return None;
         }
         let data = self.data.as_mut()?;
-        self.ahead.step();
-        S::lane(&self.index, data)
+        for _ in 0..steps {
+            self.ahead.step();
+        }
+        S::lane(&self.index, data, steps)
     }
 }
 

@@ -980,7 +980,11 @@ impl SecondLevel for DataBlocks {
     /// The block cursor, bounded by the index entry's key (at or after each key of the block:
     /// a separator, or the block's last key).
     #[inline]
-    fn lane<'a>(index: &'a BlockIter, data: &'a mut BlockIter) -> Option<BlockLane<'a>> {
+    fn lane<'a>(
+        index: &'a BlockIter,
+        data: &'a mut BlockIter,
+        _steps: usize,
+    ) -> Option<BlockLane<'a>> {
         (data.valid() && index.valid()).then(|| BlockLane {
             cursor: data,
             bound: index.key(),
@@ -1134,7 +1138,7 @@ impl InternalIterator for TableIter {
         self.0.status()
     }
     #[inline]
-    fn block_lane(&mut self) -> Option<BlockLane<'_>> {
-        self.0.block_lane()
+    fn block_lane(&mut self, steps: usize) -> Option<BlockLane<'_>> {
+        self.0.block_lane(steps)
     }
 }

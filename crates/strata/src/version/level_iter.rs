@@ -77,8 +77,12 @@ impl SecondLevel for LevelTables {
 
     /// The data block cursor of the table cursor.
     #[inline]
-    fn lane<'a>(_: &'a LevelFileIter, data: &'a mut TableIter) -> Option<BlockLane<'a>> {
-        data.block_lane()
+    fn lane<'a>(
+        _: &'a LevelFileIter,
+        data: &'a mut TableIter,
+        steps: usize,
+    ) -> Option<BlockLane<'a>> {
+        data.block_lane(steps)
     }
 
     /// True if the level has no entry from `target` to `key`, told from the file list and at

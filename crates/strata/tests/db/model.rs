@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! The database against a model: random sequences of puts, deletes, range deletions, batches
-//! (some holding a range deletion), snapshots, reads, scans in both directions, cursor walks,
+//! (some holding a range deletion), snapshots, reads, scans in both directions, cursor walks
+//! (stepped and visited),
 //! compactions and reopens, applied to strata (on the
 //! in-memory env) and to a `BTreeMap`; every read must agree.
 //!
@@ -36,6 +37,16 @@ enum Op {
         steps: Vec<bool>,
         snapshot: Option<usize>,
     },
+    /// `walk_forward` or `walk_back` (`back`) from `start` (the last entry when `back` and
+    /// `start` is empty), breaking on the entry after `stop_after` visits; then cursor steps
+    /// (`true`: `next`) from where the walk left the cursor.
+    Visit {
+        start: Vec<u8>,
+        back: bool,
+        stop_after: usize,
+        then: Vec<bool>,
+        snapshot: Option<usize>,
+    },
     Range(Vec<u8>, Vec<u8>, bool),
     TakeSnapshot,
     ReleaseSnapshot(usize),
@@ -69,6 +80,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (any::<bool>(), proptest::option::of(0usize..4)).prop_map(|(reverse, snapshot)| Op::Scan { reverse, snapshot }),
         4 => (key(), proptest::collection::vec(any::<bool>(), 1..12), proptest::option::of(0usize..4))
             .prop_map(|(start, steps, snapshot)| Op::Walk { start, steps, snapshot }),
+        4 => (key(), any::<bool>(), 0usize..60, proptest::collection::vec(any::<bool>(), 0..6), proptest::option::of(0usize..4))
+            .prop_map(|(start, back, stop_after, then, snapshot)| Op::Visit { start, back, stop_after, then, snapshot }),
         2 => (key(), key(), any::<bool>()).prop_map(|(a, b, rev)| Op::Range(a, b, rev)),
         3 => Just(Op::TakeSnapshot),
         2 => (0usize..4).prop_map(Op::ReleaseSnapshot),
@@ -208,6 +221,95 @@ impl Harness {
                         }
                         pos -= 1;
                     }
+                }
+                it.status().unwrap();
+            }
+            Op::Visit {
+                start,
+                back,
+                stop_after,
+                then,
+                snapshot,
+            } => {
+                let (ro, m) = self.view(snapshot);
+                let entries: Vec<(&Vec<u8>, &Vec<u8>)> = m.iter().collect();
+                let mut it = self.db().iter_opt(&ro).unwrap();
+                // `pos`: the model's index of the cursor's entry, `entries.len()` for none.
+                let mut pos = entries.partition_point(|(k, _)| k.as_slice() < start.as_slice());
+                if back && start.is_empty() {
+                    it.seek_to_last();
+                    pos = entries.len().checked_sub(1).unwrap_or(entries.len());
+                } else {
+                    it.seek(&start);
+                }
+                let mut seen: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+                let walk = |key: &[u8], value: &[u8]| {
+                    if seen.len() == stop_after {
+                        return std::ops::ControlFlow::Break(key.to_vec());
+                    }
+                    seen.push((key.to_vec(), value.to_vec()));
+                    std::ops::ControlFlow::Continue(())
+                };
+                let flow = if back {
+                    it.walk_back(walk)
+                } else {
+                    it.walk_forward(walk)
+                };
+                it.status().unwrap();
+                let want: Vec<(Vec<u8>, Vec<u8>)> = if pos == entries.len() {
+                    Vec::new()
+                } else if back {
+                    entries[..=pos]
+                        .iter()
+                        .rev()
+                        .map(|(k, v)| ((*k).clone(), (*v).clone()))
+                        .collect()
+                } else {
+                    entries[pos..]
+                        .iter()
+                        .map(|(k, v)| ((*k).clone(), (*v).clone()))
+                        .collect()
+                };
+                let visited = want.len().min(stop_after);
+                prop_assert!(
+                    seen == want[..visited],
+                    "walk (back {}) visited other entries",
+                    back
+                );
+                match flow {
+                    std::ops::ControlFlow::Break(key) => {
+                        prop_assert!(visited < want.len());
+                        prop_assert_eq!(&key, &want[visited].0);
+                        prop_assert!(it.valid());
+                        prop_assert_eq!(it.key(), want[visited].0.as_slice());
+                        prop_assert_eq!(it.value(), want[visited].1.as_slice());
+                    }
+                    std::ops::ControlFlow::Continue(()) => {
+                        prop_assert_eq!(visited, want.len());
+                        prop_assert!(!it.valid());
+                        return Ok(());
+                    }
+                }
+                // Cursor steps on from the entry the walk broke on.
+                let keys: Vec<&Vec<u8>> = entries.iter().map(|(k, _)| *k).collect();
+                let mut pos = keys.partition_point(|k| k.as_slice() < it.key());
+                for forward in then {
+                    if forward {
+                        it.next();
+                        pos += 1;
+                    } else {
+                        it.prev();
+                        if pos == 0 {
+                            prop_assert!(!it.valid());
+                            break;
+                        }
+                        pos -= 1;
+                    }
+                    let expected = keys.get(pos);
+                    prop_assert_eq!(it.valid(), expected.is_some());
+                    let Some(expected) = expected else { break };
+                    prop_assert_eq!(it.key(), expected.as_slice());
+                    prop_assert_eq!(it.value(), m[*expected].as_slice());
                 }
                 it.status().unwrap();
             }

@@ -602,3 +602,148 @@ fn puts_reuse_their_threads_queue_entry_across_databases_and_sizes() {
     let got: std::collections::BTreeMap<_, _> = scan(&a).into_iter().collect();
     assert_eq!(got, model_a);
 }
+
+/// Entries as a cursor's steps visit them: from the last entry backward (`prev`), or from the
+/// first forward.
+fn stepped(db: &Db, options: &ReadOptions<'_>, back: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = db.iter_opt(options).unwrap();
+    let mut out = Vec::new();
+    if back {
+        it.seek_to_last();
+    } else {
+        it.seek_to_first();
+    }
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        if back {
+            it.prev();
+        } else {
+            it.next();
+        }
+    }
+    it.status().unwrap();
+    out
+}
+
+#[test]
+fn walks_visit_what_cursor_steps_visit_and_stop_where_asked() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    for i in 0..3000u32 {
+        db.put_opt(format!("k{i:05}").as_bytes(), format!("v{i}-0"), &w())
+            .unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let before = db.snapshot();
+    // Newer versions beside the old ones in the same tables (the snapshot keeps the old),
+    // then newer still in the memtable and level 0: runs whose neighbours share a user key,
+    // and keys whose newest version another source holds.
+    for i in (0..3000u32).step_by(3) {
+        db.put_opt(format!("k{i:05}").as_bytes(), format!("v{i}-1"), &w())
+            .unwrap();
+    }
+    for i in (0..3000u32).step_by(7) {
+        db.delete_opt(format!("k{i:05}").as_bytes(), &w()).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    for i in (0..3000u32).step_by(5) {
+        db.put_opt(format!("k{i:05}").as_bytes(), format!("v{i}-2"), &w())
+            .unwrap();
+    }
+    // Keys of their own among the tables' (in the memtable): a walk through a table's run
+    // meets another source's entry between two of its own.
+    for i in (0..3000u32).step_by(4) {
+        db.put_opt(format!("k{i:05}x").as_bytes(), format!("x{i}"), &w())
+            .unwrap();
+    }
+    let latest = r();
+    let old = ReadOptions {
+        snapshot: Some(&before),
+        ..ReadOptions::default()
+    };
+    for options in [&latest, &old] {
+        let want_back = stepped(&db, options, true);
+        let mut want_forward = stepped(&db, options, false);
+        want_forward.reverse();
+        assert_eq!(want_back, want_forward);
+        assert!(want_back.len() > 2000);
+        for back in [true, false] {
+            let want: Vec<_> = if back {
+                want_back.clone()
+            } else {
+                want_back.iter().rev().cloned().collect()
+            };
+            let mut it = db.iter_opt(options).unwrap();
+            if back {
+                it.seek_to_last();
+            } else {
+                it.seek_to_first();
+            }
+            let mut seen = Vec::new();
+            let flow = if back {
+                it.walk_back(|k, v| {
+                    seen.push((k.to_vec(), v.to_vec()));
+                    ControlFlow::<()>::Continue(())
+                })
+            } else {
+                it.walk_forward(|k, v| {
+                    seen.push((k.to_vec(), v.to_vec()));
+                    ControlFlow::<()>::Continue(())
+                })
+            };
+            assert!(flow.is_continue());
+            assert!(!it.valid());
+            it.status().unwrap();
+            assert!(seen == want, "a whole walk (back {back}) differs");
+            // Stopped after `n` entries, the cursor is on the next, and steps on from there.
+            for n in [0usize, 1, 2, 15, 16, 17, 31, 100, 999, 1500] {
+                let mut it = db.iter_opt(options).unwrap();
+                if back {
+                    it.seek_to_last();
+                } else {
+                    it.seek_to_first();
+                }
+                let mut count = 0;
+                let flow = {
+                    let visit = |k: &[u8], _: &[u8]| {
+                        if count == n {
+                            return ControlFlow::Break(k.to_vec());
+                        }
+                        count += 1;
+                        ControlFlow::Continue(())
+                    };
+                    if back {
+                        it.walk_back(visit)
+                    } else {
+                        it.walk_forward(visit)
+                    }
+                };
+                assert_eq!(flow, ControlFlow::Break(want[n].0.clone()));
+                assert_eq!((it.key(), it.value()), (&want[n].0[..], &want[n].1[..]));
+                if back {
+                    it.prev();
+                } else {
+                    it.next();
+                }
+                assert_eq!(
+                    it.key(),
+                    &want[n + 1].0[..],
+                    "the step after stopping at {n}"
+                );
+                if back {
+                    it.next();
+                    it.next();
+                } else {
+                    it.prev();
+                    it.prev();
+                }
+                let turned = if n == 0 {
+                    None
+                } else {
+                    Some(&want[n - 1].0[..])
+                };
+                assert_eq!(it.valid().then(|| it.key()), turned, "turned after {n}");
+            }
+        }
+    }
+}

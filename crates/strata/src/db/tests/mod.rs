@@ -2,6 +2,7 @@
 //! Database tests on the in-memory env: the API, recovery, flushes and compactions, a module
 //! each, with the options and helpers they share here.
 
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
 

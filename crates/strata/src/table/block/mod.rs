@@ -1616,6 +1616,36 @@ impl BlockIter {
         self.set_run_position(last);
     }
 
+    /// The current entry's index in the restart run this cursor decoded stepping backward
+    /// ([`run_entry`](Self::run_entry)); `None` if the cursor got to its entry otherwise.
+    #[inline]
+    pub(crate) fn run_position(&self) -> Option<usize> {
+        self.run_pos
+    }
+
+    /// The internal key and the value of entry `i` of the decoded run. Requires: `i` at most
+    /// [`run_position`](Self::run_position).
+    #[inline]
+    pub(crate) fn run_entry(&self, i: usize) -> (&[u8], &[u8]) {
+        let entry = &self.run[i];
+        let key_start = match i.checked_sub(1) {
+            Some(before) => self.run[before].key_end,
+            None => 0,
+        };
+        (
+            &self.run_keys[key_start..entry.key_end],
+            &self.block.data[entry.value_start..entry.value_start + entry.value_len],
+        )
+    }
+
+    /// Moves back to entry `i` of the decoded run, where as many [`prev`](InternalIterator::prev)
+    /// steps would have. Requires: `i` at most [`run_position`](Self::run_position).
+    #[inline]
+    pub(crate) fn move_back_in_run(&mut self, i: usize) {
+        debug_assert!(self.run_pos.is_some_and(|p| i <= p));
+        self.set_run_position(i);
+    }
+
     fn set_run_position(&mut self, pos: usize) {
         let entry = self.run[pos];
         let key_start = if pos == 0 {
