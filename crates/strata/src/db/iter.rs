@@ -124,6 +124,11 @@ impl ReadSampler {
     }
 }
 
+
+/// The most entries [`DbIterator::walk_forward`] takes from one block before it goes back
+/// through the merge: each such return moves the table's read-ahead on as far as the entries
+/// taken (at most 8 steps at once, so that its prefetches do not come in a burst).
+const FORWARD_WALK_STEPS: usize = 8;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
     Forward,
@@ -915,7 +920,8 @@ impl DbIterator {
     /// Calls `visit` with the current entry's key and value, then with each entry after it
     /// in turn, as a loop of [`key`](Self::key), [`value`](Self::value) and
     /// [`next`](Self::next) would, until `visit` returns [`ControlFlow::Break`] or the
-    /// entries run out.
+    /// entries run out. Within a table's data block, entries reach `visit` from the block
+    /// cursor's steps, without a call through the merge and the cursors for each.
     ///
     /// Returns the break, if `visit` broke: the cursor is then on the entry `visit` broke on.
     /// Otherwise the cursor is no longer on an entry (check [`status`](Self::status)), or it
@@ -956,9 +962,52 @@ impl DbIterator {
                 break;
             };
             visit(self.current_key(), value)?;
+            if self.direction == Direction::Forward {
+                self.walk_block_forward(&mut visit)?;
+            }
             self.next();
         }
         ControlFlow::Continue(())
+    }
+
+    /// Part of [`walk_forward`](Self::walk_forward), just after it visited the current
+    /// entry: visits the entries after it in the merge's current child's data block while
+    /// `next` would take them one by one within the block ([`MergingIter::forward_lane`],
+    /// [`BlockIter::next_plain`](crate::table::BlockIter::next_plain): a visible value of a
+    /// greater user key, the block bounded before the runner-up, no range deletion, a
+    /// bytewise comparator), up to [`FORWARD_WALK_STEPS`] of them, without a call through
+    /// the merge and the cursors for each. The cursor is then on the last entry visited, as
+    /// `next` would have left it; on the entry `visit` broke on, if it broke.
+    fn walk_block_forward<B>(
+        &mut self,
+        visit: &mut impl FnMut(&[u8], &[u8]) -> ControlFlow<B>,
+    ) -> ControlFlow<B> {
+        if !self.range_deletions.is_empty() || !self.merged.comparator().is_bytewise() {
+            return ControlFlow::Continue(());
+        }
+        let Some(cursor) = self.merged.forward_lane() else {
+            return ControlFlow::Continue(());
+        };
+        let mut moved = 0;
+        let mut flow = ControlFlow::Continue(());
+        while moved < FORWARD_WALK_STEPS {
+            let Some((key, value, bytes)) = cursor.next_plain(self.seqno) else {
+                break;
+            };
+            moved += 1;
+            let key = user_key(key);
+            self.sampler.account(&self.view.version, key, bytes);
+            flow = visit(key, value);
+            if flow.is_break() {
+                break;
+            }
+        }
+        if moved > 0 {
+            self.merged.forward_lane_moved(moved);
+            self.resolved.take();
+            self.blob = false;
+        }
+        flow
     }
 
     /// Calls `visit` with the current entry's key and value, then with each entry before it

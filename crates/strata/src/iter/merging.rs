@@ -387,6 +387,67 @@ impl<C: Comparator> MergingIter<C> {
         Some(bytes)
     }
 
+    /// For a walk forward through the current child's block: that child's data block cursor,
+    /// when [`next_plain_in_block`](Self::next_plain_in_block) would step it (the merge moves
+    /// forward, no seek is put off, and the block's bound comes before the runner-up's key,
+    /// checked once per block). The caller may step the cursor with
+    /// [`BlockIter::next_plain`] and must then call
+    /// [`forward_lane_moved`](Self::forward_lane_moved) before the merge is used again.
+    ///
+    /// [`BlockIter::next_plain`]: crate::table::BlockIter::next_plain
+    #[inline]
+    pub(crate) fn forward_lane(&mut self) -> Option<&mut BlockIter> {
+        let cur = self.current?;
+        if self.direction != Direction::Forward || self.deferred != 0 {
+            return None;
+        }
+        if self.lane_backoff > 0 {
+            self.lane_backoff -= 1;
+            return None;
+        }
+        let lane = self.children[cur].block_lane(0)?;
+        if !self.lane_open {
+            let below_runner_up = self.heap.len() < 2 || {
+                // SAFETY: another child is in the heap, so `runner_up_key` is the runner-up's
+                // key as it returned it, and that child has not moved since (the field's
+                // invariant; only the current child moves between two settles).
+                #[allow(unsafe_code)]
+                let runner_up_key = unsafe { &*self.runner_up_key.0 };
+                self.comparator.compare(lane.bound, runner_up_key) == Ordering::Less
+            };
+            if !below_runner_up {
+                self.lane_backoff = LANE_BACKOFF_STEPS;
+                return None;
+            }
+            self.lane_open = true;
+        }
+        Some(lane.cursor)
+    }
+
+    /// The current child's block cursor stepped forward `steps` entries within its block
+    /// after [`forward_lane`](Self::forward_lane): its entry is the merge's current one (the
+    /// runner-up comes after the whole block). The child's read-ahead moves on as far as that
+    /// many steps would have moved it, at most [`BACK_LANE_STEPS`] at once.
+    #[inline]
+    pub(crate) fn forward_lane_moved(&mut self, steps: usize) {
+        let Some(cur) = self.current else {
+            return;
+        };
+        let child = &mut self.children[cur];
+        let entry = match child.block_lane(steps.min(BACK_LANE_STEPS)) {
+            Some(lane) => CurrentEntry {
+                key: lane.cursor.key().into(),
+                value: lane.cursor.value().into(),
+            },
+            None => CurrentEntry {
+                key: child.key().into(),
+                value: child.value().into(),
+            },
+        };
+        self.keys[cur] = entry.key;
+        self.current_entry = entry;
+    }
+
     /// For a walk backward through the current child's block: that child's data block cursor,
     /// when the merge moves backward, `accept` takes the current key and the runner-up's
     /// (with the comparator; not called when no other child has entries left), and the
