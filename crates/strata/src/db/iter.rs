@@ -124,7 +124,6 @@ impl ReadSampler {
     }
 }
 
-
 /// The most entries [`DbIterator::walk_forward`] takes from one block before it goes back
 /// through the merge: each such return moves the table's read-ahead on as far as the entries
 /// taken (at most 8 steps at once, so that its prefetches do not come in a burst).
