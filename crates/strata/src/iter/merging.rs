@@ -394,6 +394,11 @@ impl<C: Comparator> MergingIter<C> {
     /// [`BlockIter::next_plain`] and must then call
     /// [`forward_lane_moved`](Self::forward_lane_moved) before the merge is used again.
     ///
+    /// These are [`next_plain_in_block`](Self::next_plain_in_block)'s checks, written out
+    /// again: that step built on this measured the same for a cursor's steps and 1.5-1.7%
+    /// slower for a walk's (readseq on the fillseq 1M database, 0.0354-0.0360 µs against
+    /// 0.0348-0.0354, builds alternating), so each keeps its own copy.
+    ///
     /// [`BlockIter::next_plain`]: crate::table::BlockIter::next_plain
     #[inline]
     pub(crate) fn forward_lane(&mut self) -> Option<&mut BlockIter> {
