@@ -1014,10 +1014,10 @@ impl DbIterator {
     /// [`prev`](Self::prev) would, until `visit` returns [`ControlFlow::Break`] or the
     /// entries run out. Returns as [`walk_forward`](Self::walk_forward) does.
     ///
-    /// Faster than that loop over tables: a backward step decodes a block's restart run (up
-    /// to 16 entries) at once, and the entries of that run reach `visit` from the block as it
-    /// was decoded, without a copy or a step through the merge for each, while each is the
-    /// only visible version of its key.
+    /// Faster than that loop over tables: a backward step decodes a block's restart run (16
+    /// entries at the default `block_restart_interval`) at once, and the entries of that run
+    /// reach `visit` from the block as it was decoded, without a copy or a step through the
+    /// merge for each, while each is the only visible version of its key.
     ///
     /// # Example
     ///
