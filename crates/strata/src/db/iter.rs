@@ -925,7 +925,8 @@ impl DbIterator {
     /// Returns the break, if `visit` broke: the cursor is then on the entry `visit` broke on.
     /// Otherwise the cursor is no longer on an entry (check [`status`](Self::status)), or it
     /// is on an entry whose value could not be read from its blob file, which `visit` was
-    /// not called with and `status` reports.
+    /// not called with and `status` reports. If `visit` panics, the cursor is left on an
+    /// entry (which one is not said), and steps on from there as usual.
     ///
     /// # Example
     ///
@@ -984,15 +985,21 @@ impl DbIterator {
         if !self.range_deletions.is_empty() || !self.merged.comparator().is_bytewise() {
             return ControlFlow::Continue(());
         }
-        let Some(cursor) = self.merged.forward_lane() else {
+        let Some(mut lane) = self.merged.forward_lane() else {
             return ControlFlow::Continue(());
         };
         let mut moved = 0;
         let mut flow = ControlFlow::Continue(());
         while moved < FORWARD_WALK_STEPS {
-            let Some((key, value, bytes)) = cursor.next_plain(self.seqno) else {
+            // The merge is on the entry stepped onto before `visit` sees it; so is this
+            // cursor, below: were `visit` to panic, the cursor is on that entry.
+            let Some((key, value, bytes)) = lane.step(self.seqno) else {
                 break;
             };
+            if moved == 0 {
+                self.resolved.take();
+                self.blob = false;
+            }
             moved += 1;
             let key = user_key(key);
             self.sampler.account(&self.view.version, key, bytes);
@@ -1002,9 +1009,7 @@ impl DbIterator {
             }
         }
         if moved > 0 {
-            self.merged.forward_lane_moved(moved);
-            self.resolved.take();
-            self.blob = false;
+            self.merged.forward_lane_done(moved);
         }
         flow
     }

@@ -98,11 +98,39 @@ pub(crate) struct MergingIter<C: Comparator> {
 /// Steps [`MergingIter::next_plain_in_block`] waits after a step it could not take.
 const LANE_BACKOFF_STEPS: u8 = 8;
 
-/// The most steps of read-ahead [`MergingIter::lane_moved`] takes at once: a backward walk
-/// moves over up to 15 entries of a restart run per lane, and a burst of more prefetches than
-/// the CPU has line-fill buffers stalls. Eight steps (16 lines) a run still fetch a
+/// The most steps of read-ahead a walk's lane takes at once ([`MergingIter::lane_moved`],
+/// [`MergingIter::forward_lane_done`]): a backward walk moves over up to 15 entries of a
+/// restart run per lane, and a burst of more prefetches than the CPU has line-fill buffers
+/// stalls. Eight steps (16 lines) a run still fetch a
 /// compressed block of 2 KiB, two or three runs, before the walk reaches it.
-const BACK_LANE_STEPS: usize = 8;
+const LANE_READ_AHEAD_STEPS: usize = 8;
+
+/// What [`MergingIter::forward_lane`] hands a forward walk: the current child's block cursor
+/// and the merge's record of its current entry, which each step brings up to date. So the
+/// merge stays consistent between steps whatever the walker does there: a closure that
+/// panics leaves a cursor on the entry it was given, not one whose merge remembers an entry
+/// the block cursor has moved off (whose key may have been rebuilt elsewhere since).
+pub(crate) struct ForwardLane<'a> {
+    cursor: &'a mut BlockIter,
+    /// The current child's entry in `MergingIter::keys`.
+    key: &'a mut Slice,
+    entry: &'a mut CurrentEntry,
+}
+
+impl ForwardLane<'_> {
+    /// [`BlockIter::next_plain`](crate::table::BlockIter::next_plain); the merge is then on
+    /// the entry it stepped onto.
+    #[inline]
+    pub(crate) fn step(&mut self, seqno: u64) -> Option<(&[u8], &[u8], usize)> {
+        let (key, value, bytes) = self.cursor.next_plain(seqno)?;
+        *self.key = key.into();
+        *self.entry = CurrentEntry {
+            key: key.into(),
+            value: value.into(),
+        };
+        Some((key, value, bytes))
+    }
+}
 
 /// What [`MergingIter::back_lane`] hands a backward walk.
 pub(crate) struct BackLane<'a, C> {
@@ -390,18 +418,15 @@ impl<C: Comparator> MergingIter<C> {
     /// For a walk forward through the current child's block: that child's data block cursor,
     /// when [`next_plain_in_block`](Self::next_plain_in_block) would step it (the merge moves
     /// forward, no seek is put off, and the block's bound comes before the runner-up's key,
-    /// checked once per block). The caller may step the cursor with
-    /// [`BlockIter::next_plain`] and must then call
-    /// [`forward_lane_moved`](Self::forward_lane_moved) before the merge is used again.
+    /// checked once per block), to step with [`ForwardLane::step`]. The caller then calls
+    /// [`forward_lane_done`](Self::forward_lane_done).
     ///
     /// These are [`next_plain_in_block`](Self::next_plain_in_block)'s checks, written out
     /// again: that step built on this measured the same for a cursor's steps and 1.5-1.7%
     /// slower for a walk's (readseq on the fillseq 1M database, 0.0354-0.0360 µs against
     /// 0.0348-0.0354, builds alternating), so each keeps its own copy.
-    ///
-    /// [`BlockIter::next_plain`]: crate::table::BlockIter::next_plain
     #[inline]
-    pub(crate) fn forward_lane(&mut self) -> Option<&mut BlockIter> {
+    pub(crate) fn forward_lane(&mut self) -> Option<ForwardLane<'_>> {
         let cur = self.current?;
         if self.direction != Direction::Forward || self.deferred != 0 {
             return None;
@@ -426,31 +451,21 @@ impl<C: Comparator> MergingIter<C> {
             }
             self.lane_open = true;
         }
-        Some(lane.cursor)
+        Some(ForwardLane {
+            cursor: lane.cursor,
+            key: &mut self.keys[cur],
+            entry: &mut self.current_entry,
+        })
     }
 
-    /// The current child's block cursor stepped forward `steps` entries within its block
-    /// after [`forward_lane`](Self::forward_lane): its entry is the merge's current one (the
-    /// runner-up comes after the whole block). The child's read-ahead moves on as far as that
-    /// many steps would have moved it, at most [`BACK_LANE_STEPS`] at once.
+    /// After a walk's `steps` steps through a [`ForwardLane`]: the current child's read-ahead
+    /// moves on as far as that many steps would have moved it, at most
+    /// [`LANE_READ_AHEAD_STEPS`] at once.
     #[inline]
-    pub(crate) fn forward_lane_moved(&mut self, steps: usize) {
-        let Some(cur) = self.current else {
-            return;
-        };
-        let child = &mut self.children[cur];
-        let entry = match child.block_lane(steps.min(BACK_LANE_STEPS)) {
-            Some(lane) => CurrentEntry {
-                key: lane.cursor.key().into(),
-                value: lane.cursor.value().into(),
-            },
-            None => CurrentEntry {
-                key: child.key().into(),
-                value: child.value().into(),
-            },
-        };
-        self.keys[cur] = entry.key;
-        self.current_entry = entry;
+    pub(crate) fn forward_lane_done(&mut self, steps: usize) {
+        if let Some(cur) = self.current {
+            let _ = self.children[cur].block_lane(steps.min(LANE_READ_AHEAD_STEPS));
+        }
     }
 
     /// For a walk backward through the current child's block: that child's data block cursor,
@@ -525,14 +540,14 @@ impl<C: Comparator> MergingIter<C> {
     /// [`back_lane`](Self::back_lane): the merge takes the child's new entry as its own, or
     /// the runner-up's if that now comes first (the caller checked only the entries it moved
     /// over, not the one it stopped on), as a step would. The child's read-ahead moves on
-    /// as far as that many steps would have moved it, at most [`BACK_LANE_STEPS`] at once.
+    /// as far as that many steps would have moved it, at most [`LANE_READ_AHEAD_STEPS`] at once.
     #[inline]
     pub(crate) fn lane_moved(&mut self, steps: usize) {
         let Some(cur) = self.current else {
             return;
         };
         let child = &mut self.children[cur];
-        self.keys[cur] = match child.block_lane(steps.min(BACK_LANE_STEPS)) {
+        self.keys[cur] = match child.block_lane(steps.min(LANE_READ_AHEAD_STEPS)) {
             Some(lane) => lane.cursor.key().into(),
             None => child.key().into(),
         };

@@ -757,3 +757,63 @@ fn check_walks(db: &Db, options: &ReadOptions<'_>) {
         }
     }
 }
+
+#[test]
+fn a_walk_whose_closure_panics_leaves_the_cursor_on_an_entry() {
+    let env = MemEnv::new();
+    let db = Db::open(DIR, small_options(&env)).unwrap();
+    for i in 0..2000u32 {
+        db.put_opt(format!("k{i:05}").as_bytes(), format!("v{i}"), &w())
+            .unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let want = stepped(&db, &r(), false);
+    for back in [false, true] {
+        for n in [1usize, 3, 10, 40, 100] {
+            let mut it = db.iter_opt(&r()).unwrap();
+            if back {
+                it.seek_to_last();
+            } else {
+                it.seek_to_first();
+            }
+            let mut count = 0;
+            let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let visit = |_: &[u8], _: &[u8]| {
+                    assert!(count < n, "the walk's closure panics");
+                    count += 1;
+                    ControlFlow::<()>::Continue(())
+                };
+                if back {
+                    it.walk_back(visit)
+                } else {
+                    it.walk_forward(visit)
+                }
+            }));
+            assert!(caught.is_err());
+            // On an entry of the database, its key and value together, and steps go on from
+            // it in order both ways.
+            assert!(it.valid(), "after a panic at {n} (back {back})");
+            let pos = want
+                .iter()
+                .position(|(k, _)| k == it.key())
+                .expect("a key of the database");
+            assert_eq!(
+                it.value(),
+                &want[pos].1[..],
+                "after a panic at {n} (back {back})"
+            );
+            it.next();
+            assert_eq!(
+                (it.key(), it.value()),
+                (&want[pos + 1].0[..], &want[pos + 1].1[..])
+            );
+            it.prev();
+            it.prev();
+            assert_eq!(
+                (it.key(), it.value()),
+                (&want[pos - 1].0[..], &want[pos - 1].1[..])
+            );
+            it.status().unwrap();
+        }
+    }
+}
