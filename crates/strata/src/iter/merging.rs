@@ -469,15 +469,14 @@ impl<C: Comparator> MergingIter<C> {
     }
 
     /// For a walk backward through the current child's block: that child's data block cursor,
-    /// when the merge moves backward, `accept` takes the current key and the runner-up's
-    /// (with the comparator; not called when no other child has entries left), and the
-    /// cursor stands in a restart run it decoded
-    /// stepping back ([`BlockIter::run_position`]); with the comparator, and the runner-up's
-    /// key if another child has entries left. The run's entries from the current one back, as
-    /// long as each comes after the runner-up's key, come in that order before anything
-    /// another child holds. The caller may move the cursor back over such entries
-    /// ([`BlockIter::move_back_in_run`]) and must then call [`lane_moved`](Self::lane_moved)
-    /// before the merge is used again. `None` otherwise.
+    /// with the comparator and the runner-up's key (`None` if no other child has entries
+    /// left), when the merge moves backward, the cursor stands in a restart run it decoded
+    /// stepping back ([`BlockIter::run_position`]), and `accept` takes the current key and
+    /// the runner-up's (it is not asked when there is no runner-up). The run's entries from
+    /// the current one back, as long as each comes after the runner-up's key, come in that
+    /// order before anything another child holds. The caller may move the cursor back over
+    /// such entries ([`BlockIter::move_back_in_run`]) and must then call
+    /// [`lane_moved`](Self::lane_moved) before the merge is used again. `None` otherwise.
     ///
     /// After a call that found no lane, the next [`LANE_BACKOFF_STEPS`] calls answer `None`
     /// at once, so that a walk through a source without blocks (a memtable), or through a
@@ -499,17 +498,22 @@ impl<C: Comparator> MergingIter<C> {
             self.lane_backoff -= 1;
             return None;
         }
-        if self.heap.len() >= 2 {
-            // SAFETY: `current` is `Some` and another child is in the heap, so both slices are
-            // keys as those children returned them, and neither has moved since (the fields'
-            // invariants).
-            #[allow(unsafe_code)]
-            let (key, runner_up_key) =
-                unsafe { (&*self.current_entry.key.0, &*self.runner_up_key.0) };
-            if !accept(&self.comparator, key, runner_up_key) {
-                self.lane_backoff = LANE_BACKOFF_STEPS;
-                return None;
-            }
+        // SAFETY: `current` is `Some`, so `current_entry.key` is the current child's key, and
+        // with another child in the heap `runner_up_key` is the runner-up's, each as that
+        // child returned it; neither child has moved since (the fields' invariants; only the
+        // current child moves between two settles). `key` is used only here; `runner_up`
+        // goes out with a borrow of the merge, so no child moves while it lives but the
+        // current child's block cursor, which the caller moves and which does not hold it.
+        #[allow(unsafe_code)]
+        let (key, runner_up) = unsafe {
+            (
+                &*self.current_entry.key.0,
+                (self.heap.len() >= 2).then(|| &*self.runner_up_key.0),
+            )
+        };
+        if runner_up.is_some_and(|r| !accept(&self.comparator, key, r)) {
+            self.lane_backoff = LANE_BACKOFF_STEPS;
+            return None;
         }
         let Some(cursor) = self.children[cur]
             .block_lane(0)
@@ -519,16 +523,6 @@ impl<C: Comparator> MergingIter<C> {
             self.lane_backoff = LANE_BACKOFF_STEPS;
             return None;
         };
-        let runner_up = (self.heap.len() >= 2).then(|| {
-            // SAFETY: another child is in the heap, so `runner_up_key` is the runner-up's key
-            // as it returned it, and that child has not moved since (the field's invariant;
-            // only the current child moves between two settles). The borrow returned keeps
-            // every child but the current one from moving while it lives.
-            #[allow(unsafe_code)]
-            unsafe {
-                &*self.runner_up_key.0
-            }
-        });
         Some(BackLane {
             cursor,
             comparator: &self.comparator,
