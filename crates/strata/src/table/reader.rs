@@ -120,11 +120,14 @@ pub struct Table {
     /// then carry fences ([`Block::with_fences`]).
     bytewise: bool,
     index: Arc<Block>,
-    /// Every index entry's block handle, decoded at open, in index order (offset and size,
-    /// each below 4 GiB): a point lookup takes its handle from here by the position the
-    /// index's fences give, decoding no index entry. `None` when the index has no fences
-    /// over every entry, or a handle does not fit.
-    index_handles: Option<Box<[(u32, u32)]>>,
+    /// The data blocks' offsets, decoded from the index at open, in index order, then the end
+    /// of the last block's trailer: a table's data blocks lie back to back, so block `i` is
+    /// the `offsets[i + 1] - offsets[i] - BLOCK_TRAILER_SIZE` bytes at `offsets[i]` (4 bytes a
+    /// block where a whole handle would take 8). A point lookup takes its handle from here by
+    /// the position the index's fences give, decoding no index entry. `None` when the index
+    /// has no fences over every entry, or its blocks are not back to back, or an offset does
+    /// not fit in 32 bits ([`block_offsets`]).
+    block_offsets: Option<Box<[u32]>>,
     metaindex: BlockHandle,
     filter: Option<FilterBlockReader>,
     cache: Option<Arc<BlockCache>>,
@@ -140,6 +143,29 @@ pub struct Table {
     /// Versions' files holding the table (`TablePin`s): while any does, the table cache keeps
     /// it (a relaxed count, changed only when a pin is made or dropped).
     version_pins: AtomicUsize,
+}
+
+/// The data blocks' offsets and the end of the last one's trailer (see `Table::block_offsets`),
+/// from the index's values in order; `None` if a value is not a handle, the blocks are not
+/// back to back, an offset does not fit in 32 bits, or there is no block.
+pub(super) fn block_offsets(values: Vec<&[u8]>) -> Option<Box<[u32]>> {
+    let mut offsets = Vec::with_capacity(values.len() + 1);
+    let mut end: Option<u64> = None;
+    for value in values {
+        let handle = BlockHandle::decode(value)?;
+        if end.is_some_and(|end| end != handle.offset) {
+            return None;
+        }
+        offsets.push(u32::try_from(handle.offset).ok()?);
+        end = Some(
+            handle
+                .offset
+                .checked_add(handle.size)?
+                .checked_add(BLOCK_TRAILER_SIZE as u64)?,
+        );
+    }
+    offsets.push(u32::try_from(end?).ok()?);
+    Some(offsets.into_boxed_slice())
 }
 
 impl std::fmt::Debug for Table {
@@ -174,18 +200,7 @@ impl Table {
         if bytewise {
             index = index.with_fences();
         }
-        let index_handles = index.every_entry_values().and_then(|values| {
-            values
-                .into_iter()
-                .map(|value| {
-                    let handle = BlockHandle::decode(value)?;
-                    Some((
-                        u32::try_from(handle.offset).ok()?,
-                        u32::try_from(handle.size).ok()?,
-                    ))
-                })
-                .collect::<Option<Box<[_]>>>()
-        });
+        let block_offsets = index.every_entry_values().and_then(block_offsets);
         let index = Arc::new(index);
         // The blocks after the data blocks: read once here, and held copied.
         let mut meta_start = footer.index.offset.min(footer.metaindex.offset);
@@ -214,7 +229,7 @@ impl Table {
             icmp_dyn: Arc::new(InternalKeyComparator::new(options.comparator)),
             bytewise,
             index,
-            index_handles,
+            block_offsets,
             metaindex: footer.metaindex,
             filter,
             cache,
@@ -225,21 +240,23 @@ impl Table {
         })
     }
 
-    /// The index's block handles as decoded at open, if kept ([`Table::index_handles`]).
+    /// The index's block handles as kept at open, if kept (`Table::block_offsets`).
     #[cfg(test)]
     pub(crate) fn index_handles(&self) -> Option<Vec<BlockHandle>> {
-        let count = self.index_handles.as_ref()?.len();
+        let count = self.block_offsets.as_ref()?.len() - 1;
         (0..count).map(|i| self.index_handle(i)).collect()
     }
 
-    /// The handle of the data block at `position` in the index, from the handles decoded at
+    /// The handle of the data block at `position` in the index, from the offsets kept at
     /// open; `None` past the last block, or if they were not kept.
     #[inline]
     fn index_handle(&self, position: usize) -> Option<BlockHandle> {
-        let &(offset, size) = self.index_handles.as_deref()?.get(position)?;
+        let offsets = self.block_offsets.as_deref()?;
+        let (&start, &next) = (offsets.get(position)?, offsets.get(position + 1)?);
         Some(BlockHandle {
-            offset: offset.into(),
-            size: size.into(),
+            offset: start.into(),
+            // At least the trailer's size: `block_offsets` made them so.
+            size: u64::from(next - start) - BLOCK_TRAILER_SIZE as u64,
         })
     }
 
@@ -605,7 +622,7 @@ impl Table {
     /// only block that may hold it), or `None` if every key in the table is before it.
     fn data_block_for(&self, internal_key: &[u8]) -> Result<Option<BlockHandle>> {
         let by_position = self
-            .index_handles
+            .block_offsets
             .is_some()
             .then(|| self.index.entry_at_or_after(&self.icmp, internal_key))
             .flatten();

@@ -221,6 +221,40 @@ fn index_handles_are_the_index_entries() {
     }
 }
 
+/// A table keeps its data blocks' offsets only when the index lists blocks back to back (each
+/// starting where the one before ends, trailer included), every offset below 4 GiB; the
+/// handles it gives back from them are the index's.
+#[test]
+fn block_offsets_are_kept_only_for_blocks_back_to_back() {
+    use super::format::BLOCK_TRAILER_SIZE;
+    let trailer = BLOCK_TRAILER_SIZE as u64;
+    let encoded = |handles: &[(u64, u64)]| -> Vec<Vec<u8>> {
+        handles
+            .iter()
+            .map(|&(offset, size)| {
+                let mut v = Vec::new();
+                BlockHandle { offset, size }.encode_into(&mut v);
+                v
+            })
+            .collect()
+    };
+    let offsets = |handles: &[(u64, u64)]| {
+        let values = encoded(handles);
+        super::reader::block_offsets(values.iter().map(Vec::as_slice).collect())
+    };
+    let back_to_back = [(0, 100), (100 + trailer, 0), (100 + trailer * 2, 4000)];
+    assert_eq!(
+        offsets(&back_to_back).as_deref(),
+        Some(&[0, 105, 110, 4115][..])
+    );
+    // A gap, an overlap, an end past 4 GiB, no block, a value that is not a handle.
+    assert_eq!(offsets(&[(0, 100), (106, 10)]), None);
+    assert_eq!(offsets(&[(0, 100), (104, 10)]), None);
+    assert_eq!(offsets(&[(0, u64::from(u32::MAX))]), None);
+    assert_eq!(offsets(&[]), None);
+    assert_eq!(super::reader::block_offsets(vec![&[0xff][..]]), None);
+}
+
 /// Which pages of `bytes` are in this process's page tables (`/proc/self/pagemap`: bit 63 of
 /// each page's word).
 #[cfg(target_os = "linux")]
