@@ -603,16 +603,35 @@ fn puts_reuse_their_threads_queue_entry_across_databases_and_sizes() {
     assert_eq!(got, model_a);
 }
 
-/// Entries as a cursor's steps visit them: from the last entry backward (`prev`), or from the
-/// first forward.
-fn stepped(db: &Db, options: &ReadOptions<'_>, back: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+/// A cursor on the last entry if `back`, else on the first.
+fn cursor_at_start(db: &Db, options: &ReadOptions<'_>, back: bool) -> DbIterator {
     let mut it = db.iter_opt(options).unwrap();
-    let mut out = Vec::new();
     if back {
         it.seek_to_last();
     } else {
         it.seek_to_first();
     }
+    it
+}
+
+/// `it.walk_back(visit)` if `back`, else `it.walk_forward(visit)`.
+fn walk<B>(
+    it: &mut DbIterator,
+    back: bool,
+    visit: impl FnMut(&[u8], &[u8]) -> ControlFlow<B>,
+) -> ControlFlow<B> {
+    if back {
+        it.walk_back(visit)
+    } else {
+        it.walk_forward(visit)
+    }
+}
+
+/// Entries as a cursor's steps visit them: from the last entry backward (`prev`), or from the
+/// first forward.
+fn stepped(db: &Db, options: &ReadOptions<'_>, back: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = cursor_at_start(db, options, back);
+    let mut out = Vec::new();
     while it.valid() {
         out.push((it.key().to_vec(), it.value().to_vec()));
         if back {
@@ -684,51 +703,27 @@ fn check_walks(db: &Db, options: &ReadOptions<'_>) {
         } else {
             want_back.iter().rev().cloned().collect()
         };
-        let mut it = db.iter_opt(options).unwrap();
-        if back {
-            it.seek_to_last();
-        } else {
-            it.seek_to_first();
-        }
+        let mut it = cursor_at_start(db, options, back);
         let mut seen = Vec::new();
-        let flow = if back {
-            it.walk_back(|k, v| {
-                seen.push((k.to_vec(), v.to_vec()));
-                ControlFlow::<()>::Continue(())
-            })
-        } else {
-            it.walk_forward(|k, v| {
-                seen.push((k.to_vec(), v.to_vec()));
-                ControlFlow::<()>::Continue(())
-            })
-        };
+        let flow = walk(&mut it, back, |k, v| {
+            seen.push((k.to_vec(), v.to_vec()));
+            ControlFlow::<()>::Continue(())
+        });
         assert!(flow.is_continue());
         assert!(!it.valid());
         it.status().unwrap();
         assert!(seen == want, "a whole walk (back {back}) differs");
         // Stopped after `n` entries, the cursor is on the next, and steps on from there.
         for n in [0usize, 1, 2, 15, 16, 17, 31, 100, 999, 1500] {
-            let mut it = db.iter_opt(options).unwrap();
-            if back {
-                it.seek_to_last();
-            } else {
-                it.seek_to_first();
-            }
+            let mut it = cursor_at_start(db, options, back);
             let mut count = 0;
-            let flow = {
-                let visit = |k: &[u8], _: &[u8]| {
-                    if count == n {
-                        return ControlFlow::Break(k.to_vec());
-                    }
-                    count += 1;
-                    ControlFlow::Continue(())
-                };
-                if back {
-                    it.walk_back(visit)
-                } else {
-                    it.walk_forward(visit)
+            let flow = walk(&mut it, back, |k, _| {
+                if count == n {
+                    return ControlFlow::Break(k.to_vec());
                 }
-            };
+                count += 1;
+                ControlFlow::Continue(())
+            });
             assert_eq!(flow, ControlFlow::Break(want[n].0.clone()));
             assert_eq!((it.key(), it.value()), (&want[n].0[..], &want[n].1[..]));
             if back {
@@ -770,24 +765,14 @@ fn a_walk_whose_closure_panics_leaves_the_cursor_on_an_entry() {
     let want = stepped(&db, &r(), false);
     for back in [false, true] {
         for n in [1usize, 3, 10, 40, 100] {
-            let mut it = db.iter_opt(&r()).unwrap();
-            if back {
-                it.seek_to_last();
-            } else {
-                it.seek_to_first();
-            }
+            let mut it = cursor_at_start(&db, &r(), back);
             let mut count = 0;
             let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let visit = |_: &[u8], _: &[u8]| {
+                walk(&mut it, back, |_, _| {
                     assert!(count < n, "the walk's closure panics");
                     count += 1;
                     ControlFlow::<()>::Continue(())
-                };
-                if back {
-                    it.walk_back(visit)
-                } else {
-                    it.walk_forward(visit)
-                }
+                })
             }));
             assert!(caught.is_err());
             // On an entry of the database, its key and value together, and steps go on from
