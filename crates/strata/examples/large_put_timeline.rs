@@ -9,19 +9,39 @@
 //! ```sh
 //! cargo run --release -p strata --example large_put_timeline -- /tmp/timeline 1000 100000
 //! ```
-//! Arguments: a directory (removed first), the number of puts (default 1000), the value size
-//! in bytes (default 100000). Keys are 16 digits in a scattered order, each written once.
+//! Arguments: a directory (a database there is destroyed first, with `strata::destroy`, which
+//! refuses a directory that holds anything else), the number of puts (at least 1, default
+//! 1000), the value size in bytes (default 100000). Keys are 16 digits in a scattered order,
+//! each written once.
 
 use std::time::Instant;
 
-fn main() -> strata::Result<()> {
+/// Argument `name`, parsed, or `default` when it is not given.
+fn parsed(arg: Option<String>, name: &str, default: usize) -> Result<usize, String> {
+    arg.map_or(Ok(default), |a| {
+        a.parse()
+            .map_err(|e| format!("{name} must be a whole number, not {a:?}: {e}"))
+    })
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("large_put_timeline: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let dir = args
         .next()
         .unwrap_or_else(|| "/tmp/large_put_timeline".to_string());
-    let puts: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
-    let value_size: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
-    let _ = std::fs::remove_dir_all(&dir);
+    let puts = parsed(args.next(), "the number of puts", 1000)?;
+    let value_size = parsed(args.next(), "the value size", 100_000)?;
+    if puts == 0 {
+        return Err("the number of puts must be at least 1".into());
+    }
+    strata::destroy(&dir, &strata::Options::default())?;
     let options = strata::Options {
         create_if_missing: true,
         compression: strata::Compression::None,
@@ -44,8 +64,8 @@ fn main() -> strata::Result<()> {
     let mut micros = Vec::with_capacity(puts);
     let stream = Instant::now();
     for i in 0..puts {
-        // A multiplicative hash mod `puts` visits each key once when `puts` is coprime with
-        // the multiplier; a repeat is an overwrite, which is fine here.
+        // The multiplier is prime, so for fewer puts than it, `i * m % puts` visits each key
+        // once.
         let key = format!(
             "{:016}",
             (i as u64).wrapping_mul(2_654_435_761) % puts as u64
