@@ -514,6 +514,44 @@ fn posix_mapped_log_is_readable_while_open_and_ends_after_its_records_when_dropp
     assert_eq!(read_log_records(&env, &path), (records, false, false));
 }
 
+/// A mapped log holds exactly the bytes appended, whatever the sizes of the appends: pieces
+/// from one byte to past its populate distance (64 KiB) and across its 1 MiB chunks, so that
+/// the zeros it writes ahead to make its pages start at every offset within a page. Read by
+/// another handle while open (the appended bytes, then zeros to the chunk's end) and after
+/// the log is dropped (the appended bytes alone).
+#[test]
+fn posix_mapped_log_holds_exactly_the_bytes_appended() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("000013.log");
+    let env = PosixEnv::new();
+    let mut f = env.new_log_file(&path).unwrap();
+    let mut appended = Vec::new();
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    while appended.len() < (3 << 20) + 12345 {
+        // Mostly small pieces, a few over 64 KiB.
+        let len = match next() % 8 {
+            0 => 1 + (next() % (200 << 10)) as usize,
+            _ => 1 + (next() % 5000) as usize,
+        };
+        // No zero byte, so that a zero written over an appended byte shows.
+        let piece: Vec<u8> = (0..len).map(|_| 1 + (next() % 255) as u8).collect();
+        f.append(&piece).unwrap();
+        appended.extend_from_slice(&piece);
+    }
+    let open = std::fs::read(&path).unwrap();
+    assert_eq!(&open[..appended.len()], &appended[..]);
+    assert!(open.len().is_multiple_of(1 << 20), "{}", open.len());
+    assert!(open[appended.len()..].iter().all(|&b| b == 0));
+    drop(f);
+    assert!(std::fs::read(&path).unwrap() == appended);
+}
+
 /// The resident bytes of the mappings of `path` in this process (`/proc/self/smaps`).
 fn resident_bytes_mapped_from(path: &Path) -> u64 {
     let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
