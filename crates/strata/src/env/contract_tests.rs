@@ -336,40 +336,57 @@ fn posix_file_whose_write_failed_is_never_written_again_not_even_at_drop() {
     assert_eq!(std::fs::read(&path).unwrap(), vec![1; 50]);
 }
 
-/// A writable file writes whole aligned 64 KiB: an append that reaches a multiple of 64 KiB
-/// of the file goes out through the last multiple it reaches, with the bytes buffered before
-/// it, in one call, and the rest waits in the buffer; after a flush that leaves the file's end
-/// between two multiples, the next write reaches the next one.
+/// A writable file writes a stream of small appends in whole aligned 64 KiB: an append that
+/// reaches a multiple of 64 KiB of the file goes out with the bytes buffered before it
+/// through that multiple, and the rest waits in the buffer; after a flush that leaves the
+/// file's end between two multiples, the next write reaches the next one. A large append (64
+/// KiB or more) goes out whole with the buffered bytes, in one call, and a fault cuts the
+/// pair where it says.
 #[test]
-fn posix_appends_go_out_in_aligned_64k_with_the_buffered_bytes_and_a_fault_cuts_the_pair() {
+fn posix_appends_go_out_in_aligned_64k_large_ones_whole_and_a_fault_cuts_the_pair() {
     const K64: u64 = 64 << 10;
     let tmp = tempfile::tempdir().unwrap();
+    let on_disk = |path: &Path| std::fs::metadata(path).unwrap().len();
+    let piece: Vec<u8> = (0..5000u32).map(|i| (i % 241) as u8).collect();
+    let path = tmp.path().join("small");
+    let mut f = PosixEnv::new().new_writable_file(&path).unwrap();
+    let mut appended = Vec::new();
+    for i in 0..40 {
+        f.append(&piece).unwrap();
+        appended.extend_from_slice(&piece);
+        // Written through the last multiple the appends reached, nothing past it.
+        assert_eq!(on_disk(&path), (i + 1) * 5000 / K64 * K64);
+    }
+    f.flush().unwrap();
+    assert_eq!(on_disk(&path), 200_000);
+    // From 200,000 the next multiple is 262,144: 13 pieces reach it.
+    for i in 0..13 {
+        assert_eq!(on_disk(&path), 200_000);
+        f.append(&piece).unwrap();
+        appended.extend_from_slice(&piece);
+        if i == 12 {
+            assert_eq!(on_disk(&path), 4 * K64);
+        }
+    }
+    f.sync().unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), appended);
+
     let big: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
     let whole = [&[9u8; 37][..], &big].concat();
     // No fault: buffered bytes, then the large append, then more, in order.
     let path = tmp.path().join("ok");
-    let on_disk = |path: &Path| std::fs::metadata(path).unwrap().len();
     let mut f = PosixEnv::new().new_writable_file(&path).unwrap();
     f.append(&[9; 37]).unwrap();
-    assert_eq!(on_disk(&path), 0);
     f.append(&big).unwrap();
-    assert_eq!(on_disk(&path), K64);
+    assert_eq!(on_disk(&path), 100_037);
     f.append(b"tail").unwrap();
-    f.flush().unwrap();
-    assert_eq!(on_disk(&path), 100_041);
-    // From 100,041 the next multiple is 131,072; 300,000 more bytes go out through 393,216.
-    let more: Vec<u8> = (0..300_000u32).map(|i| (i % 241) as u8).collect();
-    f.append(&more).unwrap();
-    assert_eq!(on_disk(&path), 6 * K64);
-    f.append(&more[..10]).unwrap();
     f.sync().unwrap();
     assert_eq!(
         std::fs::read(&path).unwrap(),
-        [&whole[..], b"tail", &more, &more[..10]].concat()
+        [&whole[..], b"tail"].concat()
     );
-    // The first write (the 37 buffered bytes and the big append's bytes through 64 KiB)
-    // fails half way through: what is on disk is that prefix, and the file is never written
-    // again.
+    // The first write fails half way through the pair (inside the large append): what is on
+    // disk is that prefix, and the file is never written again.
     let path = tmp.path().join("cut");
     let env = PosixEnv::with_faults(FailNth::new(0));
     let mut f = env.new_writable_file(&path).unwrap();
@@ -378,7 +395,7 @@ fn posix_appends_go_out_in_aligned_64k_with_the_buffered_bytes_and_a_fault_cuts_
     assert!(e.to_string().contains("No space left"), "{e}");
     assert!(f.append(b"x").is_err() && f.flush().is_err());
     drop(f);
-    assert_eq!(std::fs::read(&path).unwrap(), &whole[..K64 as usize / 2]);
+    assert_eq!(std::fs::read(&path).unwrap(), &whole[..whole.len() / 2]);
 }
 
 #[test]

@@ -170,9 +170,10 @@ pub trait IoFaults: Send + Sync + fmt::Debug {
 }
 
 /// The size of a writable file's buffer, and the alignment of the writes it makes: a buffer
-/// is written out when the file reaches a multiple of this many bytes, so that each write
-/// covers whole aligned 64 KiB of the file (after a `flush` that left the file's end between
-/// two multiples, the next write reaches the next one). The kernel's page cache takes an
+/// is written out when the file reaches a multiple of this many bytes, so that a stream of
+/// small appends (a table's blocks) is written in whole aligned 64 KiB of the file (after a
+/// `flush` or a large append that left the file's end between two multiples, the next write
+/// reaches the next one). The kernel's page cache takes an
 /// aligned write in large folios: on this host's ext4, sequential writes of 65,536 bytes cost
 /// 245-283 µs per MiB, of 65,000 bytes 527, of 4,000 bytes 669 (docs/benchmarks.md, "Table
 /// files written in aligned 64 KiB").
@@ -429,26 +430,26 @@ fn write_all_vectored(file: &mut File, mut slices: &mut [io::IoSlice<'_>]) -> io
 }
 
 impl WritableFile for PosixWritableFile {
-    fn append(&mut self, mut data: &[u8]) -> Result<()> {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
         self.failure.check(&self.path, "write")?;
-        loop {
-            // The bytes from the file's end (buffered ones counted) to the next multiple of
-            // `WRITE_BUFFER_BYTES`: the buffer, which starts after the last write, never holds
-            // more than that multiple less the last write's end.
-            let to_boundary = WRITE_BUFFER_BYTES - (self.len % WRITE_BUFFER_BYTES as u64) as usize;
-            if data.len() < to_boundary {
-                self.buffer.extend_from_slice(data);
-                self.len += data.len() as u64;
-                return Ok(());
-            }
-            // Through the last multiple `data` reaches, with what is buffered before it, in
-            // one call; the rest is buffered.
-            let through =
-                to_boundary + (data.len() - to_boundary) / WRITE_BUFFER_BYTES * WRITE_BUFFER_BYTES;
-            self.write_buffered_then(&data[..through])?;
-            self.len += through as u64;
-            data = &data[through..];
+        // The bytes from the file's end (buffered ones counted) to the next multiple of
+        // `WRITE_BUFFER_BYTES`; the buffer starts after the last write, so it never holds more.
+        let to_boundary = WRITE_BUFFER_BYTES - (self.len % WRITE_BUFFER_BYTES as u64) as usize;
+        if data.len() < to_boundary {
+            self.buffer.extend_from_slice(data);
+        } else if data.len() >= WRITE_BUFFER_BYTES {
+            // A large append (a blob file's value, which its writer flushes next) goes out
+            // whole with what is buffered before it, in one call, rather than in two.
+            self.write_buffered_then(data)?;
+        } else {
+            // The buffer filled to the multiple goes out; the rest of `data` is less than
+            // the next.
+            let (head, rest) = data.split_at(to_boundary);
+            self.write_buffered_then(head)?;
+            self.buffer.extend_from_slice(rest);
         }
+        self.len += data.len() as u64;
+        Ok(())
     }
 
     /// `fallocate` with `FALLOC_FL_KEEP_SIZE` from the file's end (its length counts the
