@@ -177,8 +177,8 @@ impl MappedLogFile {
             // (`map_used <= from`), through to the end of the last page. A write fault on a
             // page the page cache lacks reads it in first: ext4 reads the chunk's unwritten
             // blocks around it (`ext4_mpage_readpages`), which made the populates 28% of
-            // fillseq's samples and cost about 1.1-1.8 ms a MiB of log against 0.4-0.5 this
-            // way (docs/benchmarks.md, "The log's pages made by a write"). The bytes were
+            // fillseq's samples and cost 0.75-1.28 ms a MiB of log against 0.40-0.41 this way
+            // (`scripts/page-cache/log_pages.c`; docs/benchmarks.md, section (30)). The bytes were
             // zeros already (allocated, never stored into), so a failed write changes nothing
             // the records need: the populate below then faults the pages in as before.
             let fill_end = to.next_multiple_of(page_bytes()).min(map.len());

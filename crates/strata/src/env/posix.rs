@@ -173,10 +173,10 @@ pub trait IoFaults: Send + Sync + fmt::Debug {
 /// is written out when the file reaches a multiple of this many bytes, so that a stream of
 /// small appends (a table's blocks) is written in whole aligned 64 KiB of the file (after a
 /// `flush` or a large append that left the file's end between two multiples, the next write
-/// reaches the next one). The kernel's page cache takes an
-/// aligned write in large folios: on this host's ext4, sequential writes of 65,536 bytes cost
-/// 245-283 µs per MiB, of 65,000 bytes 527, of 4,000 bytes 669 (docs/benchmarks.md, "Table
-/// files written in aligned 64 KiB").
+/// reaches the next one). The kernel's page cache takes an aligned write in large folios: on
+/// this host's ext4, sequential writes of 65,536 bytes took 211-216 µs per MiB, of 65,000
+/// bytes 277-288, of 4,000 bytes 488-492 (`scripts/page-cache/write_sizes.c`;
+/// docs/benchmarks.md, section (30)).
 const WRITE_BUFFER_BYTES: usize = 64 * 1024;
 
 struct PosixSequentialFile {
