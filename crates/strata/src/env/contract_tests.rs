@@ -337,11 +337,11 @@ fn posix_file_whose_write_failed_is_never_written_again_not_even_at_drop() {
 }
 
 /// A writable file writes a stream of small appends in whole aligned 64 KiB: an append that
-/// reaches a multiple of 64 KiB of the file goes out with the bytes buffered before it
-/// through that multiple, and the rest waits in the buffer; after a flush that leaves the
-/// file's end between two multiples, the next write reaches the next one. A large append (64
-/// KiB or more) goes out whole with the buffered bytes, in one call, and a fault cuts the
-/// pair where it says.
+/// would overflow the 64 KiB buffer goes out with the bytes buffered before it through the
+/// next multiple of 64 KiB of the file, and the rest waits in the buffer; after a flush that
+/// leaves the file's end between two multiples, appends are buffered until one would
+/// overflow, and that write ends on the next multiple. A large append (64 KiB or more) goes
+/// out whole with the buffered bytes, in one call, and a fault cuts the pair where it says.
 #[test]
 fn posix_appends_go_out_in_aligned_64k_large_ones_whole_and_a_fault_cuts_the_pair() {
     const K64: u64 = 64 << 10;
@@ -359,15 +359,29 @@ fn posix_appends_go_out_in_aligned_64k_large_ones_whole_and_a_fault_cuts_the_pai
     }
     f.flush().unwrap();
     assert_eq!(on_disk(&path), 200_000);
-    // From 200,000 the next multiple is 262,144: 13 pieces reach it.
-    for i in 0..13 {
+    // From 200,000, 13 pieces (65,000 bytes) fit the buffer, past the multiple 262,144; the
+    // 14th would overflow it, and the bytes through 262,144 go out.
+    for i in 0..14 {
         assert_eq!(on_disk(&path), 200_000);
         f.append(&piece).unwrap();
         appended.extend_from_slice(&piece);
-        if i == 12 {
-            assert_eq!(on_disk(&path), 4 * K64);
-        }
     }
+    assert_eq!(on_disk(&path), 4 * K64);
+    // Aligned again: the next write ends on the next multiple.
+    for _ in 0..13 {
+        f.append(&piece).unwrap();
+        appended.extend_from_slice(&piece);
+    }
+    assert_eq!(on_disk(&path), 5 * K64);
+    // A flush, then a record of 40,000 bytes (under 64 KiB) is one write, whole.
+    f.flush().unwrap();
+    let record = vec![5u8; 40_000];
+    let before = on_disk(&path);
+    f.append(&record).unwrap();
+    appended.extend_from_slice(&record);
+    assert_eq!(on_disk(&path), before);
+    f.flush().unwrap();
+    assert_eq!(on_disk(&path), before + 40_000);
     f.sync().unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), appended);
 

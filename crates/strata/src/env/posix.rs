@@ -169,11 +169,12 @@ pub trait IoFaults: Send + Sync + fmt::Debug {
     }
 }
 
-/// The size of a writable file's buffer, and the alignment of the writes it makes: a buffer
-/// is written out when the file reaches a multiple of this many bytes, so that a stream of
-/// small appends (a table's blocks) is written in whole aligned 64 KiB of the file (after a
-/// `flush` or a large append that left the file's end between two multiples, the next write
-/// reaches the next one). The kernel's page cache takes an aligned write in large folios: on
+/// The size of a writable file's buffer, and the alignment of the writes it makes: when an
+/// append would overflow the buffer, the buffer is written through the next multiple of this
+/// many bytes of the file, so that a stream of small appends (a table's blocks) is written in
+/// whole aligned 64 KiB, and a writer that flushes after each record (a blob file) still
+/// makes one write per flush (after a `flush` or a large append left the file's end between
+/// two multiples, the next overflowing write reaches the next one). The kernel's page cache takes an aligned write in large folios: on
 /// this host's ext4, sequential writes of 65,536 bytes took 211-216 µs per MiB, of 65,000
 /// bytes 277-288, of 4,000 bytes 488-492 (`scripts/page-cache/write_sizes.c`;
 /// docs/benchmarks.md, section (30)).
@@ -430,26 +431,44 @@ fn write_all_vectored(file: &mut File, mut slices: &mut [io::IoSlice<'_>]) -> io
 }
 
 impl WritableFile for PosixWritableFile {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
+    fn append(&mut self, mut data: &[u8]) -> Result<()> {
         self.failure.check(&self.path, "write")?;
-        // The bytes from the file's end (buffered ones counted) to the next multiple of
-        // `WRITE_BUFFER_BYTES`; the buffer starts after the last write, so it never holds more.
-        let to_boundary = WRITE_BUFFER_BYTES - (self.len % WRITE_BUFFER_BYTES as u64) as usize;
-        if data.len() < to_boundary {
-            self.buffer.extend_from_slice(data);
-        } else if data.len() >= WRITE_BUFFER_BYTES {
-            // A large append (a blob file's value, which its writer flushes next) goes out
-            // whole with what is buffered before it, in one call, rather than in two.
-            self.write_buffered_then(data)?;
-        } else {
-            // The buffer filled to the multiple goes out; the rest of `data` is less than
-            // the next.
-            let (head, rest) = data.split_at(to_boundary);
-            self.write_buffered_then(head)?;
-            self.buffer.extend_from_slice(rest);
+        const CAP: u64 = WRITE_BUFFER_BYTES as u64;
+        loop {
+            if self.buffer.len() + data.len() <= WRITE_BUFFER_BYTES {
+                self.buffer.extend_from_slice(data);
+                self.len += data.len() as u64;
+                return Ok(());
+            }
+            if data.len() >= WRITE_BUFFER_BYTES {
+                // A large append (a blob file's value, which its writer flushes next) goes
+                // out whole with what is buffered before it, in one call.
+                self.write_buffered_then(data)?;
+                self.len += data.len() as u64;
+                return Ok(());
+            }
+            // The buffer would overflow: it is written through the first multiple of 64 KiB
+            // after its start. When the buffer started on a multiple (a table's stream of
+            // blocks, from its start), that is the buffer and the head of `data`; when it
+            // started between two (after a `flush`) and already holds that multiple, it is
+            // the buffer's bytes before the multiple, the rest moved to its front.
+            let start = self.len - self.buffer.len() as u64;
+            let boundary = (start / CAP + 1) * CAP;
+            if self.len <= boundary {
+                // At most `CAP - buffer.len() < data.len()` bytes.
+                let head = (boundary - self.len) as usize;
+                self.write_buffered_then(&data[..head])?;
+                self.len += head as u64;
+                data = &data[head..];
+            } else {
+                let through = (boundary - start) as usize;
+                let buffer = std::mem::take(&mut self.buffer);
+                let result = self.write_raw(&buffer[..through], &[]);
+                self.buffer = buffer;
+                result?;
+                self.buffer.drain(..through);
+            }
         }
-        self.len += data.len() as u64;
-        Ok(())
     }
 
     /// `fallocate` with `FALLOC_FL_KEEP_SIZE` from the file's end (its length counts the
