@@ -361,7 +361,7 @@ fn posix_appends_go_out_in_aligned_64k_large_ones_whole_and_a_fault_cuts_the_pai
     assert_eq!(on_disk(&path), 200_000);
     // From 200,000, 13 pieces (65,000 bytes) fit the buffer, past the multiple 262,144; the
     // 14th would overflow it, and the bytes through 262,144 go out.
-    for i in 0..14 {
+    for _ in 0..14 {
         assert_eq!(on_disk(&path), 200_000);
         f.append(&piece).unwrap();
         appended.extend_from_slice(&piece);
