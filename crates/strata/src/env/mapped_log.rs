@@ -178,9 +178,9 @@ impl MappedLogFile {
             // page the page cache lacks reads it in first: ext4 reads the chunk's unwritten
             // blocks around it (`ext4_mpage_readpages`), which made the populates 28% of
             // fillseq's samples and cost 0.75-1.28 ms a MiB of log against 0.40-0.41 this way
-            // (`scripts/page-cache/log_pages.c`; docs/benchmarks.md, section (30)). The bytes were
-            // zeros already (allocated, never stored into), so a failed write changes nothing
-            // the records need: the populate below then faults the pages in as before.
+            // (`scripts/page-cache/log_pages.c`; docs/benchmarks.md, section (30)). The bytes
+            // were zeros already (allocated, never stored into), so a failed write changes
+            // nothing the records need: the populate below then faults the pages in as before.
             let fill_end = to.next_multiple_of(page_bytes()).min(map.len());
             let _ = write_zeros_at(&self.file, self.map_offset + from as u64, fill_end - from);
             let _ = map.advise_range(memmap2::Advice::PopulateWrite, from, to - from);

@@ -174,10 +174,10 @@ pub trait IoFaults: Send + Sync + fmt::Debug {
 /// many bytes of the file, so that a stream of small appends (a table's blocks) is written in
 /// whole aligned 64 KiB, and a writer that flushes after each record (a blob file) still
 /// makes one write per flush (after a `flush` or a large append left the file's end between
-/// two multiples, the next overflowing write reaches the next one). The kernel's page cache takes an aligned write in large folios: on
-/// this host's ext4, sequential writes of 65,536 bytes took 211-216 µs per MiB, of 65,000
-/// bytes 277-288, of 4,000 bytes 488-492 (`scripts/page-cache/write_sizes.c`;
-/// docs/benchmarks.md, section (30)).
+/// two multiples, the next overflowing write reaches the next one). The kernel's page cache
+/// takes an aligned write in large folios: on this host's ext4, sequential writes of 65,536
+/// bytes took 211-216 µs per MiB, of 65,000 bytes 277-288, of 4,000 bytes 488-492
+/// (`scripts/page-cache/write_sizes.c`; docs/benchmarks.md, section (30)).
 const WRITE_BUFFER_BYTES: usize = 64 * 1024;
 
 struct PosixSequentialFile {
@@ -403,13 +403,19 @@ impl PosixWritableFile {
 
     /// Writes the buffered bytes, then `data`, and empties the buffer.
     fn write_buffered_then(&mut self, data: &[u8]) -> Result<()> {
-        if !self.buffer.is_empty() || !data.is_empty() {
-            let buffer = std::mem::take(&mut self.buffer);
-            let result = self.write_raw(&buffer, data);
-            self.buffer = buffer;
-            result?;
-            self.buffer.clear();
+        self.write_buffered_through(self.buffer.len(), data)
+    }
+
+    /// Writes the first `n` buffered bytes, then `data`, and drops those `n` from the buffer.
+    fn write_buffered_through(&mut self, n: usize, data: &[u8]) -> Result<()> {
+        if n == 0 && data.is_empty() {
+            return Ok(());
         }
+        let buffer = std::mem::take(&mut self.buffer);
+        let result = self.write_raw(&buffer[..n], data);
+        self.buffer = buffer;
+        result?;
+        self.buffer.drain(..n);
         Ok(())
     }
 }
@@ -461,12 +467,7 @@ impl WritableFile for PosixWritableFile {
                 self.len += head as u64;
                 data = &data[head..];
             } else {
-                let through = (boundary - start) as usize;
-                let buffer = std::mem::take(&mut self.buffer);
-                let result = self.write_raw(&buffer[..through], &[]);
-                self.buffer = buffer;
-                result?;
-                self.buffer.drain(..through);
+                self.write_buffered_through((boundary - start) as usize, &[])?;
             }
         }
     }

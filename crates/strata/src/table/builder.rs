@@ -131,7 +131,7 @@ impl TableBuilder {
     /// handed to the operating system a block at a time (as LevelDB's builder does): nothing
     /// reads a table before `finish`, and a `write` per stored block (about 2 KiB compressed)
     /// cost a flush or compaction several times what writes of whole aligned 64 KiB do
-    /// (docs/benchmarks.md, "Table files written in aligned 64 KiB").
+    /// (docs/benchmarks.md, section (30)).
     fn flush_data_block(&mut self) -> Result<()> {
         if self.data_block.is_empty() {
             return Ok(());
