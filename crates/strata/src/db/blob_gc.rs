@@ -443,6 +443,7 @@ impl DbInner {
         let read = BlockReadOptions {
             verify_checksums: true,
             fill_cache: false,
+            release_behind: false,
         };
         let mut found = TableLookup::Absent;
         view.version

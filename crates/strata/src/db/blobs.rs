@@ -463,6 +463,7 @@ pub(crate) fn newest_older_pointer(
     let read = BlockReadOptions {
         verify_checksums: false,
         fill_cache: false,
+        release_behind: false,
     };
     let mut seek_key = Vec::with_capacity(key.len() + 8);
     append_internal_key(&mut seek_key, key, MAX_SEQNO, ValueKind::FOR_SEEK);

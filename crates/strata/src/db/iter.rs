@@ -230,6 +230,7 @@ fn block_read_options(options: &ReadOptions<'_>) -> BlockReadOptions {
     BlockReadOptions {
         verify_checksums: options.verify_checksums,
         fill_cache: options.fill_cache,
+        release_behind: false,
     }
 }
 

@@ -783,6 +783,7 @@ impl Db {
         let read = BlockReadOptions {
             verify_checksums: options.verify_checksums,
             fill_cache: options.fill_cache,
+            release_behind: false,
         };
         // Written where the table finds the entry, not moved up through the lookup's layers.
         let mut found = TableLookup::Absent;

@@ -10,6 +10,7 @@
 //! Locking: a `Table` is immutable after open and shared by `Arc`; reads are positional and need
 //! no lock. The block cache has its own locks.
 
+use std::cell::Cell;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -40,6 +41,11 @@ pub struct BlockReadOptions {
     /// Offer blocks read from the file to the block cache, which keeps a block at its second
     /// recent offer ([`BlockCache::offer`]).
     pub fill_cache: bool,
+    /// The cursor reads each block once, front to back (a compaction reading its inputs): the
+    /// table's mapped pages it has passed are taken out of the process's resident memory as
+    /// it goes ([`RandomAccessFile::release_resident`], once per MiB of the file, and for the
+    /// rest when the cursor is dropped). Point lookups ignore it.
+    pub release_behind: bool,
 }
 
 impl Default for BlockReadOptions {
@@ -48,6 +54,7 @@ impl Default for BlockReadOptions {
         BlockReadOptions {
             verify_checksums: true,
             fill_cache: true,
+            release_behind: false,
         }
     }
 }
@@ -657,6 +664,7 @@ impl Table {
         let blocks = DataBlocks {
             table: self.clone(),
             options: BlockReadOptions::default(),
+            released: Cell::new(0),
         };
         let bytes = if forward {
             blocks.expect_next(handle)
@@ -672,6 +680,7 @@ impl Table {
         let blocks = DataBlocks {
             table: self.clone(),
             options,
+            released: Cell::new(0),
         };
         TableIter(TwoLevelIter::new(
             self.index.iter(self.icmp_dyn.clone()),
@@ -687,6 +696,7 @@ impl Table {
         let read = BlockReadOptions {
             verify_checksums: true,
             fill_cache: false,
+            release_behind: false,
         };
         let mut index = self.index.iter(self.icmp_dyn.clone());
         let (mut skipped, mut first_error) = (0, None);
@@ -772,6 +782,9 @@ impl Table {
             v.damage.push(e);
         }
         v.largest = last_key;
+        // Read once, front to back: a check of a large database leaves no table resident.
+        self.file
+            .release_resident(0, self.data_end + FOOTER_SIZE as u64);
         v
     }
 
@@ -880,6 +893,7 @@ impl Table {
         let read = BlockReadOptions {
             verify_checksums: true,
             fill_cache: false,
+            release_behind: false,
         };
         let mut out = Vec::new();
         let mut index = self.index.iter(self.icmp_dyn.clone());
@@ -976,6 +990,48 @@ pub struct TableIter(TwoLevelIter<DataBlocks>);
 struct DataBlocks {
     table: Arc<Table>,
     options: BlockReadOptions,
+    /// With `options.release_behind`: the file offset below which the cursor has released the
+    /// table's pages (a multiple of [`RELEASE_ALIGN`]).
+    released: Cell<u64>,
+}
+
+/// A cursor that releases the pages behind it ([`BlockReadOptions::release_behind`]) does so
+/// once it is this far past the last release: one `madvise` per MiB of a compaction's input.
+pub(crate) const RELEASE_STEP: u64 = 1 << 20;
+
+/// Releases start and end at multiples of this, a multiple of every page size Linux has on
+/// the machines strata builds for, so that no page straddling two releases is kept by both.
+const RELEASE_ALIGN: u64 = 64 << 10;
+
+impl DataBlocks {
+    /// A release-behind cursor is about to read the block at `handle`: once it is
+    /// [`RELEASE_STEP`] past the last release, the pages before the block's aligned start go.
+    /// Gets that read those pages meanwhile map them again from the page cache.
+    #[inline]
+    fn passing(&self, handle: BlockHandle) {
+        if !self.options.release_behind {
+            return;
+        }
+        let from = self.released.get();
+        if handle.offset >= from.saturating_add(RELEASE_STEP) {
+            let to = handle.offset - handle.offset % RELEASE_ALIGN;
+            self.table.file.release_resident(from, to - from);
+            self.released.set(to);
+        }
+    }
+}
+
+impl Drop for DataBlocks {
+    /// A release-behind cursor releases the rest of the table it read.
+    fn drop(&mut self) {
+        if self.options.release_behind {
+            let from = self.released.get();
+            let end = self.table.data_end + FOOTER_SIZE as u64;
+            self.table
+                .file
+                .release_resident(from, end.saturating_sub(from));
+        }
+    }
 }
 
 /// The stored length (contents and trailer) to read ahead for the block beside the one at
@@ -1015,6 +1071,7 @@ impl SecondLevel for DataBlocks {
 
     #[inline]
     fn open(&self, _: &BlockIter, handle: BlockHandle) -> Result<BlockIter> {
+        self.passing(handle);
         let block = self.table.data_block(handle, &self.options)?;
         Ok(block.iter(self.table.icmp_dyn.clone()))
     }
@@ -1054,6 +1111,7 @@ impl SecondLevel for DataBlocks {
         handle: BlockHandle,
         slot: &mut Option<BlockIter>,
     ) -> Result<()> {
+        self.passing(handle);
         let block = self.table.data_block(handle, &self.options)?;
         self.aim(block, slot);
         Ok(())

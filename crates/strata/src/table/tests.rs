@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::reader::RELEASE_STEP;
 use super::*;
 use crate::cache::BlockCache;
 use crate::env::{read_file_to_vec, write_file, Env, MemEnv, RandomAccessFile};
@@ -403,6 +404,7 @@ fn fill_cache_false_leaves_the_cache_alone() {
         let mut it = table.iter(BlockReadOptions {
             verify_checksums: true,
             fill_cache: false,
+            release_behind: false,
         });
         it.seek_to_first();
         while it.valid() {
@@ -999,4 +1001,92 @@ fn seeks_follow_what_the_threads_cursors_do_after_them() {
             }
         });
     });
+}
+
+/// A file that records the ranges it is asked to release from resident memory.
+struct ReleaseRecorder {
+    inner: Arc<dyn RandomAccessFile>,
+    released: std::sync::Mutex<Vec<(u64, u64)>>,
+}
+
+impl RandomAccessFile for ReleaseRecorder {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.inner.read_exact_at(offset, buf)
+    }
+    fn release_resident(&self, offset: u64, len: u64) {
+        self.released.lock().unwrap().push((offset, len));
+    }
+}
+
+#[test]
+fn a_release_behind_scan_releases_what_it_passed_in_aligned_steps_and_the_rest_at_drop() {
+    // About 4 MiB stored: values that do not compress.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..4000)
+        .map(|i| {
+            let value = (0..1000)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state as u8
+                })
+                .collect();
+            (ikey(format!("key{i:08}").as_bytes(), i + 1), value)
+        })
+        .collect();
+    let env = MemEnv::new();
+    let options = TableOptions::default();
+    let size = build(&env, &options, &entries);
+    assert!(size > 3 * RELEASE_STEP, "{size} bytes");
+    let recorder = Arc::new(ReleaseRecorder {
+        inner: env.new_random_access_file(Path::new(PATH)).unwrap(),
+        released: Default::default(),
+    });
+    let file: Arc<dyn RandomAccessFile> = recorder.clone();
+    let table = Arc::new(Table::open(options, file, Path::new(PATH), size, None).unwrap());
+    let at_open = recorder.released.lock().unwrap().len();
+    let scan = |release_behind: bool| {
+        let mut it = table.iter(BlockReadOptions {
+            release_behind,
+            ..BlockReadOptions::default()
+        });
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            assert_eq!((it.key(), it.value()), (&entries[n].0[..], &entries[n].1[..]));
+            n += 1;
+            it.next();
+        }
+        it.status().unwrap();
+        assert_eq!(n, entries.len());
+        let during = recorder.released.lock().unwrap().len();
+        drop(it);
+        during
+    };
+
+    // A cursor that is not releasing behind releases nothing.
+    scan(false);
+    assert_eq!(recorder.released.lock().unwrap().len(), at_open);
+
+    let during = scan(true);
+    let calls = recorder.released.lock().unwrap()[at_open..].to_vec();
+    assert!(during - at_open >= 3, "{calls:?}: a release per MiB while scanning");
+    assert_eq!(calls.len(), during - at_open + 1, "{calls:?}: and one at drop");
+    let mut end = 0;
+    for (i, &(offset, len)) in calls.iter().enumerate() {
+        assert_eq!(offset, end, "{calls:?}: call {i} starts where the last ended");
+        end = offset + len;
+        if i + 1 < calls.len() {
+            assert!(len >= RELEASE_STEP, "{calls:?}: call {i}");
+            assert_eq!(end % (64 << 10), 0, "{calls:?}: call {i} ends aligned");
+            assert!(end < size, "{calls:?}: call {i}");
+        }
+    }
+    assert_eq!(end, size, "{calls:?}: the whole file is released in the end");
+
+    // A verification reads every block once, and releases the whole file after.
+    let v = table.verify();
+    assert!(v.damage.is_empty(), "{:?}", v.damage);
+    assert_eq!(recorder.released.lock().unwrap().last(), Some(&(0, size)));
 }

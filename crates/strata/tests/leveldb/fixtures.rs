@@ -141,6 +141,7 @@ fn table_entries(table: &Arc<Table>, f: &FileMetaData) -> Vec<(Vec<u8>, Entry)> 
     let mut it = table.iter(BlockReadOptions {
         verify_checksums: true,
         fill_cache: false,
+        release_behind: false,
     });
     let mut out = Vec::new();
     it.seek_to_first();
