@@ -366,3 +366,28 @@ fn a_posix_blob_file_reserves_ahead_and_gives_back_the_rest() {
     assert_eq!(n, 50);
     assert_eq!(scan.position(), len);
 }
+
+/// A writer told the length at which its file is closed reserves no space past it: the
+/// record that crosses it, and any after, are written without a reservation.
+#[test]
+fn a_posix_blob_file_reserves_no_further_than_its_target_length() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let env = crate::env::PosixEnv::new();
+    let target = 1 << 20;
+    let mut w = BlobFileWriter::create(&env, tmp.path(), 9)
+        .unwrap()
+        .reserving_up_to(target);
+    let path = crate::filename::blob_file(tmp.path(), 9);
+    let allocated = || std::fs::metadata(&path).unwrap().blocks() * 512;
+    for i in 0..15u32 {
+        w.add(format!("key{i:03}").as_bytes(), &value_of(i, 100_000), Compression::None)
+            .unwrap();
+        w.flush().unwrap();
+        // Never more than the target and a record past what was written (the file system
+        // rounds to its blocks); without the target the first reservation was 4 MiB.
+        let (len, now) = (w.len(), allocated());
+        assert!(now <= len.max(target) + (256 << 10), "after {i}: {now} bytes allocated for {len}");
+    }
+    assert!(w.len() > target + 4 * 100_000);
+}

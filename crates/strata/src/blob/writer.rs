@@ -30,6 +30,11 @@ pub struct BlobFileWriter {
     synced_len: u64,
     /// The end of the space last reserved ahead of the appends (`len` or more).
     reserved_to: u64,
+    /// The length at which the owner closes the file ([`reserving_up_to`]): space is not
+    /// reserved past it.
+    ///
+    /// [`reserving_up_to`]: Self::reserving_up_to
+    target_len: u64,
     records: u64,
     /// The sum of the stored value lengths.
     value_bytes: u64,
@@ -69,12 +74,23 @@ impl BlobFileWriter {
             len: BLOB_HEADER_LEN,
             synced_len: 0,
             reserved_to: BLOB_HEADER_LEN,
+            target_len: u64::MAX,
             records: 0,
             value_bytes: 0,
             header,
             compressor: None,
             failed: false,
         })
+    }
+
+    /// The writer, told that its owner closes the file once it is `len` bytes long or more:
+    /// space is then reserved ahead only up to `len`, and the record that crosses it is
+    /// written without a reservation of its own (a reservation past it would be given back
+    /// when the file is dropped, for nothing). Default: no such length.
+    #[must_use]
+    pub fn reserving_up_to(mut self, len: u64) -> Self {
+        self.target_len = len;
+        self
     }
 
     /// The file's number.
@@ -178,8 +194,11 @@ impl BlobFileWriter {
             crc: value_crc,
         };
         let end = pointer.offset + pointer.len;
-        if end > self.reserved_to {
-            let ahead = RESERVE_AHEAD.max(end - self.len);
+        if end > self.reserved_to && self.reserved_to < self.target_len {
+            // `len <= reserved_to < target_len`.
+            let ahead = RESERVE_AHEAD
+                .min(self.target_len - self.len)
+                .max(end - self.len);
             self.file.reserve(ahead);
             self.reserved_to = self.len + ahead;
         }

@@ -523,7 +523,10 @@ fn rewrite_claimed(inner: &Arc<DbInner>, numbers: &[u64]) -> Result<()> {
                         state.pending_outputs.insert(n);
                         n
                     };
-                    output.insert(BlobFileWriter::create(&*inner.env, &inner.dir, n)?)
+                    output.insert(
+                        BlobFileWriter::create(&*inner.env, &inner.dir, n)?
+                            .reserving_up_to(inner.options.blob_file_size as u64),
+                    )
                 }
             };
             // The value is copied as stored: no decompression, no recompression.

@@ -115,7 +115,8 @@ impl DbInner {
                 return Ok(blobs);
             }
             if let Some(number) = blobs.reserved.take() {
-                let writer = BlobFileWriter::create(&*self.env, &self.dir, number)?;
+                let writer = BlobFileWriter::create(&*self.env, &self.dir, number)?
+                    .reserving_up_to(self.options.blob_file_size as u64);
                 blobs.active = Some(writer);
                 blobs.dir_entry_unsynced = true;
                 return Ok(blobs);
