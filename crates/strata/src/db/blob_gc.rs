@@ -32,7 +32,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -46,7 +46,7 @@ use crate::blob::{BlobFileWriter, BlobPointer, BlobScanner};
 use crate::error::Result;
 use crate::filename;
 use crate::key::{SeqNo, ValueKind};
-use crate::memtable::MemLookup;
+use crate::memtable::{MemLookup, MemTable};
 use crate::table::BlockReadOptions;
 use crate::version::version::TableLookup;
 use crate::version::{BlobFileMeta, VersionEdit};
@@ -175,13 +175,29 @@ fn run(inner: &Arc<DbInner>) {
     }
 }
 
-/// When the collector last estimated unflushed garbage, and how long that took.
+/// When the collector last estimated unflushed garbage, how long that took, and what it
+/// counted of each memtable so far.
 #[derive(Default)]
 struct EstimatePace {
     appended_bytes: u64,
     flushes: u64,
     not_before: Option<Instant>,
     last: Option<Instant>,
+    memtables: Vec<MemEstimate>,
+}
+
+/// What the estimates so far counted of one memtable: the garbage its entries with seqnos at
+/// or below `through` supersede. The next estimate counts only the entries above it (a
+/// memtable's entries at or below the visible seqno read before its view are all in it, and
+/// it takes only newer ones), so that estimating a memtable of n entries asks the tables of
+/// each key once, not once per estimate.
+struct MemEstimate {
+    /// Weak, so that a flushed memtable is freed; compared by address, which stays the
+    /// memtable's own as long as this lives.
+    mem: Weak<MemTable>,
+    /// None before the first estimate of the memtable.
+    through: Option<SeqNo>,
+    garbage: BTreeMap<u64, u64>,
 }
 
 /// Values appended since the last estimate are estimated at the latest this long after it,
@@ -192,8 +208,9 @@ const ESTIMATE_AT_LEAST_EVERY: Duration = Duration::from_secs(1);
 /// as a flush would count them), so that the collector can reclaim it before the memtables
 /// holding those writes are flushed, and so that writers wait for it when it is far behind.
 /// Runs after each quarter file of blob bytes, after a flush, and a second after the last run
-/// if anything was appended since, taking at most a tenth of the collector's time (it reads
-/// every entry of the memtables) unless writers wait for it.
+/// if anything was appended since, taking at most a tenth of the collector's time unless
+/// writers wait for it. Each run reads every entry of the memtables, and asks the tables only
+/// of the keys first written since the run before ([`MemEstimate`]).
 fn estimate_unflushed_garbage(inner: &DbInner, pace: &mut EstimatePace) -> Result<()> {
     let appended = inner.blob_appended_bytes.load(Ordering::Relaxed);
     let flushes = inner.lock_state().blob_gc.flushes;
@@ -207,10 +224,12 @@ fn estimate_unflushed_garbage(inner: &DbInner, pace: &mut EstimatePace) -> Resul
     if !due || (!writers_wait && pace.not_before.is_some_and(|t| Instant::now() < t)) {
         return Ok(());
     }
-    // The flush count was read first: the view is at least as new.
+    // The flush count was read first: the view is at least as new. The visible seqno is read
+    // before the view, as a reader reads them: every entry at or below it is in the view.
+    let through = inner.visible_seqno.load(Ordering::Acquire);
     let view = inner.view.load_full();
     let start = Instant::now();
-    let mut estimate: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut counted = Vec::with_capacity(2);
     // Each memtable's entries supersede what is older: the immutable memtable's, the tables';
     // the current memtable's, the immutable memtable's first.
     let memtables = view
@@ -219,13 +238,38 @@ fn estimate_unflushed_garbage(inner: &DbInner, pace: &mut EstimatePace) -> Resul
         .map(|imm| (imm, None))
         .chain([(&view.mem, view.imm.as_deref())]);
     for (mem, older_mem) in memtables.filter(|(m, _)| m.holds_blob_pointers()) {
-        let garbage = superseded_blob_values(&inner.icmp, mem, |key| {
-            newest_older_pointer(inner, older_mem, &view.version, &[], key)
-        })?;
-        for (file, bytes) in garbage {
-            let total = estimate.entry(file).or_default();
-            *total = total.saturating_add(bytes);
+        let known = pace
+            .memtables
+            .iter()
+            .position(|e| std::ptr::eq(e.mem.as_ptr(), Arc::as_ptr(mem)));
+        let mut this = match known {
+            Some(i) => pace.memtables.swap_remove(i),
+            None => MemEstimate {
+                mem: Arc::downgrade(mem),
+                through: None,
+                garbage: BTreeMap::new(),
+            },
+        };
+        if this.through.is_none_or(|t| t < through) {
+            let window = this.through.map_or(0, |t| t + 1)..=through;
+            let garbage = superseded_blob_values(&inner.icmp, mem, window, |key| {
+                newest_older_pointer(inner, older_mem, &view.version, &[], key)
+            });
+            // On an error the memtable is counted again from the start next time.
+            for (file, bytes) in garbage? {
+                let total = this.garbage.entry(file).or_default();
+                *total = total.saturating_add(bytes);
+            }
+            this.through = Some(through);
         }
+        counted.push(this);
+    }
+    // Memtables that left the view are flushed: a flush counted them, durably.
+    pace.memtables = counted;
+    let mut estimate: BTreeMap<u64, u64> = BTreeMap::new();
+    for (&file, &bytes) in pace.memtables.iter().flat_map(|m| &m.garbage) {
+        let total = estimate.entry(file).or_default();
+        *total = total.saturating_add(bytes);
     }
     pace.appended_bytes = appended;
     pace.flushes = flushes;

@@ -19,6 +19,7 @@
 //! other lock (a failed append drops them before it records the error under the state mutex).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::RangeInclusive;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 
@@ -29,7 +30,8 @@ use crate::error::{Error, Result};
 use crate::filename;
 use crate::iter::InternalIterator;
 use crate::key::{
-    append_internal_key, user_key, InternalKeyComparator, ParsedInternalKey, ValueKind, MAX_SEQNO,
+    append_internal_key, user_key, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind,
+    MAX_SEQNO,
 };
 use crate::memtable::{MemLookup, MemTable};
 use crate::table::BlockReadOptions;
@@ -399,9 +401,16 @@ impl ReplayedBlobs {
 /// entry is flushed exactly once (with its table, in the same version edit), so each pointer's
 /// bytes are counted once. They are counted whether or not a snapshot can still read them:
 /// rewriting keeps the old file until no such snapshot remains.
+///
+/// Only what the entries with seqnos in `seqnos` supersede is counted, and the entries above
+/// it are passed over as if absent: a flush counts with `0..=MAX_SEQNO`; the collector's
+/// estimate counts each window of new writes once (`EstimatePace`), so that the windows of a
+/// memtable add up to its whole count, and `older` is asked only of keys whose oldest entry in
+/// `mem` lies in the window.
 pub(crate) fn superseded_blob_values(
     icmp: &InternalKeyComparator,
     mem: &Arc<MemTable>,
+    seqnos: RangeInclusive<SeqNo>,
     mut older: impl FnMut(&[u8]) -> Result<Option<BlobPointer>>,
 ) -> Result<Vec<(u64, u64)>> {
     let ucmp = icmp.user_comparator();
@@ -413,28 +422,41 @@ pub(crate) fn superseded_blob_values(
     };
     let mut iter = mem.iter();
     iter.seek_to_first();
-    // The user key of the previous entry (one buffer, reused).
+    // The user key of the entries being read (one buffer, reused), and the seqno of its last
+    // entry read at or below the window's top: the entry that supersedes the next one.
     let mut current: Vec<u8> = Vec::new();
+    let mut newer: Option<SeqNo> = None;
     let mut first = true;
     while iter.valid() {
         let parsed = ParsedInternalKey::parse(iter.key())
             .expect("MemTable invariant: its keys are internal keys it built");
         let same_key = !first && ucmp.compare(parsed.user_key, &current).is_eq();
-        if same_key {
-            if parsed.kind == ValueKind::BlobPointer {
+        if !same_key {
+            // The oldest entry of the key before supersedes the key's newest older entry.
+            if newer.is_some_and(|s| seqnos.contains(&s)) {
+                if let Some(p) = older(&current)? {
+                    count(p);
+                }
+            }
+            current.clear();
+            current.extend_from_slice(parsed.user_key);
+            newer = None;
+            first = false;
+        }
+        if parsed.seqno <= *seqnos.end() {
+            if newer.is_some_and(|s| seqnos.contains(&s)) && parsed.kind == ValueKind::BlobPointer {
                 if let Some(p) = BlobPointer::decode(iter.value()) {
                     count(p);
                 }
             }
-        } else {
-            if let Some(p) = older(parsed.user_key)? {
-                count(p);
-            }
-            current.clear();
-            current.extend_from_slice(parsed.user_key);
-            first = false;
+            newer = Some(parsed.seqno);
         }
         iter.next();
+    }
+    if newer.is_some_and(|s| seqnos.contains(&s)) {
+        if let Some(p) = older(&current)? {
+            count(p);
+        }
     }
     Ok(garbage.into_iter().collect())
 }
@@ -492,4 +514,102 @@ pub(crate) fn newest_older_pointer(
         TableLookup::BlobPointer(p) => BlobPointer::decode(&p),
         _ => None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::Compression;
+
+    fn pointer(file: u64, len: u64) -> BlobPointer {
+        BlobPointer {
+            file,
+            offset: 0,
+            len,
+            compression: Compression::None,
+            crc: 0,
+        }
+    }
+
+    /// Counted by seqno windows, a memtable's garbage adds up to the whole count, which is what
+    /// a model of the writes says, and the tables are asked of each key once.
+    #[test]
+    fn windows_of_seqnos_add_up_to_the_whole_count() {
+        let icmp = InternalKeyComparator::new(crate::comparator::bytewise());
+        let mem = Arc::new(MemTable::new(icmp.clone()));
+        // (seqno, key, kind, pointer's file and length)
+        let mut ops = Vec::new();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for seqno in 1..=300u64 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            let key = (state >> 33) % 40;
+            let kind = match (state >> 20) % 4 {
+                0 => ValueKind::Deletion,
+                1 => ValueKind::Value,
+                _ => ValueKind::BlobPointer,
+            };
+            let p = pointer(10 + (state >> 40) % 3, 1 + (state >> 45) % 1000);
+            let value = if kind == ValueKind::BlobPointer {
+                p.encode()
+            } else {
+                Vec::new()
+            };
+            mem.add(seqno, kind, format!("k{key:02}").as_bytes(), &value);
+            ops.push((seqno, key, kind, p));
+        }
+        // The tables' newest entry of every third key is a pointer into file 99.
+        let older_of = |key: &[u8]| -> Option<BlobPointer> {
+            let n: u64 = std::str::from_utf8(&key[1..]).unwrap().parse().unwrap();
+            (n % 3 == 0).then(|| pointer(99, 1_000 + n))
+        };
+        // The model: each pointer with a later write of its key, and each key's older entry.
+        let mut expected: BTreeMap<u64, u64> = BTreeMap::new();
+        for (i, &(_, key, kind, p)) in ops.iter().enumerate() {
+            if kind == ValueKind::BlobPointer && ops[i + 1..].iter().any(|o| o.1 == key) {
+                *expected.entry(p.file).or_default() += p.len;
+            }
+        }
+        for key in ops.iter().map(|o| o.1).collect::<BTreeSet<_>>() {
+            if let Some(p) = older_of(format!("k{key:02}").as_bytes()) {
+                *expected.entry(p.file).or_default() += p.len;
+            }
+        }
+        let whole =
+            superseded_blob_values(&icmp, &mem, 0..=MAX_SEQNO, |k| Ok(older_of(k))).unwrap();
+        assert_eq!(whole, expected.clone().into_iter().collect::<Vec<_>>());
+
+        for cuts in [
+            vec![150],
+            vec![1, 2, 3, 100, 299],
+            vec![37, 74, 111, 148, 185, 222, 259],
+        ] {
+            let mut sum: BTreeMap<u64, u64> = BTreeMap::new();
+            let mut asked = Vec::new();
+            let mut from = 0;
+            for to in cuts.iter().copied().chain([300]) {
+                let part = superseded_blob_values(&icmp, &mem, from..=to, |k| {
+                    asked.push(k.to_vec());
+                    Ok(older_of(k))
+                })
+                .unwrap();
+                for (file, bytes) in part {
+                    *sum.entry(file).or_default() += bytes;
+                }
+                from = to + 1;
+            }
+            assert_eq!(sum, expected, "windows cut at {cuts:?}");
+            let distinct: BTreeSet<_> = asked.iter().cloned().collect();
+            assert_eq!(
+                asked.len(),
+                distinct.len(),
+                "cuts {cuts:?}: a key asked twice"
+            );
+            assert_eq!(
+                distinct.len(),
+                40.min(ops.iter().map(|o| o.1).collect::<BTreeSet<_>>().len())
+            );
+        }
+    }
 }

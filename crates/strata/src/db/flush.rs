@@ -20,6 +20,7 @@ use super::{DbInner, DbState};
 use crate::error::Result;
 use crate::filename;
 use crate::iter::InternalIterator;
+use crate::key::MAX_SEQNO;
 use crate::memtable::MemTable;
 use crate::table::TableBuilder;
 use crate::version::set::new_table_meta;
@@ -76,7 +77,7 @@ pub(crate) fn write_level0_table(
     let base = state.versions.current();
     if may_supersede_blob_values(mem, &base) {
         let earlier: Vec<FileMetaData> = edit.new_files.iter().map(|(_, m)| m.clone()).collect();
-        let garbage = superseded_blob_values(&inner.icmp, mem, |key| {
+        let garbage = superseded_blob_values(&inner.icmp, mem, 0..=MAX_SEQNO, |key| {
             newest_older_pointer(inner, None, &base, &earlier, key)
         })?;
         edit.blob_garbage.extend(garbage);
@@ -117,7 +118,7 @@ pub(crate) fn flush_memtable<'a>(inner: &'a Arc<DbInner>, mut state: Guard<'a>) 
         // table (see `superseded_blob_values`), not when compaction drops the old entries:
         // that may be late, or never, and a snapshot held meanwhile would hide it.
         let garbage = if may_supersede_blob_values(&imm, &base) {
-            superseded_blob_values(&inner.icmp, &imm, |key| {
+            superseded_blob_values(&inner.icmp, &imm, 0..=MAX_SEQNO, |key| {
                 newest_older_pointer(inner, None, &base, &[], key)
             })?
         } else {
