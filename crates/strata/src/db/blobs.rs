@@ -562,7 +562,7 @@ mod tests {
         // The tables' newest entry of every third key is a pointer into file 99.
         let older_of = |key: &[u8]| -> Option<BlobPointer> {
             let n: u64 = std::str::from_utf8(&key[1..]).unwrap().parse().unwrap();
-            (n % 3 == 0).then(|| pointer(99, 1_000 + n))
+            n.is_multiple_of(3).then(|| pointer(99, 1_000 + n))
         };
         // The model: each pointer with a later write of its key, and each key's older entry.
         let mut expected: BTreeMap<u64, u64> = BTreeMap::new();
