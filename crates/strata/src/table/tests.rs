@@ -1020,18 +1020,13 @@ impl RandomAccessFile for ReleaseRecorder {
 
 #[test]
 fn a_release_behind_scan_releases_what_it_passed_in_aligned_steps_and_the_rest_at_drop() {
+    use rand::{RngCore, SeedableRng};
     // About 4 MiB stored: values that do not compress.
-    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(17);
     let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..4000)
         .map(|i| {
-            let value = (0..1000)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    state as u8
-                })
-                .collect();
+            let mut value = vec![0u8; 1000];
+            rng.fill_bytes(&mut value);
             (ikey(format!("key{i:08}").as_bytes(), i + 1), value)
         })
         .collect();
