@@ -255,7 +255,8 @@ fn estimate_unflushed_garbage(inner: &DbInner, pace: &mut EstimatePace) -> Resul
             let garbage = superseded_blob_values(&inner.icmp, mem, window, |key| {
                 newest_older_pointer(inner, older_mem, &view.version, &[], key)
             });
-            // On an error the memtable is counted again from the start next time.
+            // On an error every memtable is counted again from the start next time: the
+            // counts taken out of `pace` so far are dropped with `counted`.
             for (file, bytes) in garbage? {
                 let total = this.garbage.entry(file).or_default();
                 *total = total.saturating_add(bytes);

@@ -179,7 +179,7 @@ impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Table")
             .field("path", &self.path)
-            .field("size", &(self.data_end + FOOTER_SIZE as u64))
+            .field("size", &self.file_len())
             .finish()
     }
 }
@@ -783,8 +783,7 @@ impl Table {
         }
         v.largest = last_key;
         // Read once, front to back: a check of a large database leaves no table resident.
-        self.file
-            .release_resident(0, self.data_end + FOOTER_SIZE as u64);
+        self.file.release_resident(0, self.file_len());
         v
     }
 
@@ -916,6 +915,11 @@ impl Table {
         Ok(out)
     }
 
+    /// The table file's length: its data, meta and index blocks, and the footer.
+    fn file_len(&self) -> u64 {
+        self.data_end + FOOTER_SIZE as u64
+    }
+
     /// The approximate file offset where the data for `internal_key` is, or would be.
     pub fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
         let mut index = self.index.iter(self.icmp_dyn.clone());
@@ -1026,7 +1030,7 @@ impl Drop for DataBlocks {
     fn drop(&mut self) {
         if self.options.release_behind {
             let from = self.released.get();
-            let end = self.table.data_end + FOOTER_SIZE as u64;
+            let end = self.table.file_len();
             self.table
                 .file
                 .release_resident(from, end.saturating_sub(from));
