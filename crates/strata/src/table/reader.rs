@@ -1013,9 +1013,16 @@ impl DataBlocks {
     /// Gets that read those pages meanwhile map them again from the page cache.
     #[inline]
     fn passing(&self, handle: BlockHandle) {
-        if !self.options.release_behind {
-            return;
+        if self.options.release_behind {
+            self.release_before(handle);
         }
+    }
+
+    /// [`passing`](Self::passing)'s work, out of line: the cursors of reads (every cursor
+    /// but a compaction's) only test the flag. Inline, it made readreverse 3% slower.
+    #[cold]
+    #[inline(never)]
+    fn release_before(&self, handle: BlockHandle) {
         let from = self.released.get();
         if handle.offset >= from.saturating_add(RELEASE_STEP) {
             let to = handle.offset - handle.offset % RELEASE_ALIGN;
@@ -1025,15 +1032,24 @@ impl DataBlocks {
     }
 }
 
+impl DataBlocks {
+    /// What a release-behind cursor's drop releases: the table from where it last released.
+    #[cold]
+    #[inline(never)]
+    fn release_rest(&self) {
+        let from = self.released.get();
+        let end = self.table.file_len();
+        self.table
+            .file
+            .release_resident(from, end.saturating_sub(from));
+    }
+}
+
 impl Drop for DataBlocks {
     /// A release-behind cursor releases the rest of the table it read.
     fn drop(&mut self) {
         if self.options.release_behind {
-            let from = self.released.get();
-            let end = self.table.file_len();
-            self.table
-                .file
-                .release_resident(from, end.saturating_sub(from));
+            self.release_rest();
         }
     }
 }
