@@ -1207,6 +1207,18 @@ impl EntryHeader {
 /// The longest entry header: three varint32s.
 const MAX_ENTRY_HEADER: usize = 15;
 
+/// True if `new` is greater than `old` in bytewise order: the unshared parts of two keys of
+/// a block. Their first bytes decide without a call to `memcmp` when they differ, as they do
+/// after every entry but a restart (a writer shares the longest common prefix; only a
+/// restart shares none and leaves a whole key to compare).
+#[inline(always)]
+fn suffix_greater(new: &[u8], old: &[u8]) -> bool {
+    match (new.first(), old.first()) {
+        (Some(a), Some(b)) if a != b => a > b,
+        _ => new > old,
+    }
+}
+
 /// Decodes an entry's three lengths at the start of `src`: `(shared, non_shared, value_len,
 /// header bytes)`. The one-byte case is inlined into every step; longer lengths go out of line.
 #[inline(always)]
@@ -1487,7 +1499,10 @@ impl BlockIter {
             return None;
         }
         let tag_at = h.value_start() - TAG_LEN;
-        if data.get(h.key_delta..tag_at)? <= &self.key.as_slice()[h.shared..user_len] {
+        if !suffix_greater(
+            data.get(h.key_delta..tag_at)?,
+            &self.key.as_slice()[h.shared..user_len],
+        ) {
             return None;
         }
         let tag = decode_fixed64(data.get(tag_at..)?)?;

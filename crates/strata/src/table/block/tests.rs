@@ -1376,3 +1376,29 @@ fn plain_steps_on_damaged_blocks_do_not_panic_or_disagree() {
         }
     }
 }
+
+#[test]
+fn suffix_greater_is_bytewise_greater_for_every_pair_of_short_slices() {
+    // Every slice of up to three bytes from {0, 1, 0x7f, 0xff}: empty ones, prefixes of each
+    // other, equal first bytes and differing ones.
+    let alphabet = [0u8, 1, 0x7f, 0xff];
+    let mut slices: Vec<Vec<u8>> = vec![Vec::new()];
+    for len in 1..=3 {
+        let start = slices.len();
+        let shorter: Vec<Vec<u8>> = slices.iter().filter(|s| s.len() == len - 1).cloned().collect();
+        for s in shorter {
+            for &b in &alphabet {
+                let mut t = s.clone();
+                t.push(b);
+                slices.push(t);
+            }
+        }
+        assert!(slices.len() > start);
+    }
+    assert_eq!(slices.len(), 1 + 4 + 16 + 64);
+    for a in &slices {
+        for b in &slices {
+            assert_eq!(suffix_greater(a, b), a > b, "{a:?} against {b:?}");
+        }
+    }
+}
