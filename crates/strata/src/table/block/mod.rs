@@ -1113,7 +1113,7 @@ impl ScratchKey {
     /// [`WORD_COPY`] bytes is copied as one fixed-size move (bytes past the key land in the
     /// stack buffer beyond `len`, unread), not a `memcpy` call of a length known only now.
     /// Requires: `start + non_shared <= bytes.len()`.
-    #[inline]
+    #[inline(always)]
     fn rebuild_in(&mut self, shared: usize, bytes: &[u8], start: usize, non_shared: usize) -> bool {
         if non_shared <= WORD_COPY && self.heap.is_none() && shared <= self.len {
             if let (Some(src), Some(dst)) = (
