@@ -122,7 +122,7 @@ impl ForwardLane<'_> {
     /// the entry it stepped onto.
     #[inline]
     pub(crate) fn step(&mut self, seqno: u64) -> Option<(&[u8], &[u8], usize)> {
-        let (key, value, bytes) = self.cursor.next_plain(seqno)?;
+        let (key, value, bytes) = self.cursor.next_plain_inlined(seqno)?;
         *self.key = key.into();
         *self.entry = CurrentEntry {
             key: key.into(),
