@@ -1383,17 +1383,13 @@ fn suffix_greater_is_bytewise_greater_for_every_pair_of_short_slices() {
     // other, equal first bytes and differing ones.
     let alphabet = [0u8, 1, 0x7f, 0xff];
     let mut slices: Vec<Vec<u8>> = vec![Vec::new()];
-    for len in 1..=3 {
-        let start = slices.len();
-        let shorter: Vec<Vec<u8>> = slices.iter().filter(|s| s.len() == len - 1).cloned().collect();
-        for s in shorter {
-            for &b in &alphabet {
-                let mut t = s.clone();
-                t.push(b);
-                slices.push(t);
-            }
-        }
-        assert!(slices.len() > start);
+    let mut longest = slices.clone();
+    for _ in 0..3 {
+        longest = longest
+            .iter()
+            .flat_map(|s| alphabet.iter().map(move |&b| [s.as_slice(), &[b]].concat()))
+            .collect();
+        slices.extend(longest.iter().cloned());
     }
     assert_eq!(slices.len(), 1 + 4 + 16 + 64);
     for a in &slices {
