@@ -53,18 +53,39 @@ fn mutate(input: &[u8], seed: u64) -> Vec<u8> {
     out
 }
 
+/// Runs `check` on `input`; if it panics, names the input (so that a failure can be rerun
+/// alone with `STRATA_FUZZ_ONLY`) and panics on.
+fn check_named(check: Check, input: &[u8], name: &str) {
+    if let Ok(only) = std::env::var("STRATA_FUZZ_ONLY") {
+        if only != name {
+            return;
+        }
+    }
+    if let Err(panic) = std::panic::catch_unwind(|| check(input)) {
+        eprintln!(
+            "failed on {name} ({} bytes); rerun it alone with STRATA_FUZZ_ONLY=\"{name}\"",
+            input.len()
+        );
+        std::panic::resume_unwind(panic);
+    }
+}
+
 fn run(target: &str, check: Check) {
     let cases: u64 = std::env::var("STRATA_FUZZ_CASES")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(300);
     let inputs = inputs(target);
-    for input in &inputs {
-        check(input);
+    for (i, input) in inputs.iter().enumerate() {
+        check_named(check, input, &format!("{target}: committed input {i}"));
     }
     for case in 0..cases {
         let input = &inputs[case as usize % inputs.len()];
-        check(&mutate(input, case));
+        check_named(
+            check,
+            &mutate(input, case),
+            &format!("{target}: mutation {case}"),
+        );
     }
     eprintln!(
         "{target}: {} committed inputs and {cases} mutations",

@@ -10,13 +10,17 @@
 //! [`MemEnv::crash`] replaces the live view by what survives, per [`CrashMode`]. Handles opened
 //! before a crash keep writing into files nobody can see any more, as a dead process would.
 //!
-//! Locking: one mutex guards the namespace; each file has its own mutex for its bytes. The
-//! namespace lock is taken before a file's lock, never the other way round.
+//! Locking: one mutex guards the namespace; each file has its own mutex for its bytes. A
+//! reader-writer lock, the *write gate*, is held shared by every change to a file's bytes and
+//! exclusively by a crash copy, so that a crash image is one instant across all files, as a
+//! real crash is (copying files one at a time while writers went on could show a later write
+//! to one file without an earlier write to another). Order: write gate, then namespace, then
+//! a file's lock, never the other way round.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 use super::{Env, FileLock, RandomAccessFile, SequentialFile, WritableFile};
 use crate::error::{Error, Result};
@@ -97,6 +101,15 @@ pub type Survivor<'a> = dyn FnMut(&Path, &[u8], usize) -> Vec<u8> + 'a;
 #[derive(Debug, Clone, Default)]
 pub struct MemEnv {
     ns: Arc<Mutex<Namespace>>,
+    /// The write gate (see the module's locking notes), shared with every writable handle.
+    write_gate: WriteGate,
+}
+
+/// Held shared while a file's bytes change, exclusively while a crash image is copied.
+type WriteGate = Arc<RwLock<()>>;
+
+fn pass_gate(gate: &WriteGate) -> RwLockReadGuard<'_, ()> {
+    gate.read().unwrap_or_else(|e| e.into_inner())
 }
 
 fn not_found(path: &Path, op: &'static str) -> Error {
@@ -196,6 +209,8 @@ impl MemEnv {
         undo_unsynced_dir_ops: bool,
         survive: &mut Survivor<'_>,
     ) {
+        // No file changes while the image is taken: it is one instant.
+        let _writes_stopped = self.write_gate.write().unwrap_or_else(|e| e.into_inner());
         let ns = self.namespace();
         let mut out = copy.namespace();
         out.dirs = ns.dirs.clone();
@@ -284,10 +299,12 @@ impl RandomAccessFile for MemRandomAccessFile {
 
 struct MemWritableFile {
     node: Node,
+    write_gate: WriteGate,
 }
 
 impl WritableFile for MemWritableFile {
     fn append(&mut self, data: &[u8]) -> Result<()> {
+        let _gate = pass_gate(&self.write_gate);
         lock_node(&self.node).bytes.extend_from_slice(data);
         Ok(())
     }
@@ -297,6 +314,7 @@ impl WritableFile for MemWritableFile {
     }
 
     fn sync(&mut self) -> Result<()> {
+        let _gate = pass_gate(&self.write_gate);
         let mut data = lock_node(&self.node);
         data.synced_len = data.bytes.len();
         Ok(())
@@ -357,14 +375,20 @@ impl Env for MemEnv {
         // the directory is synced, as a rename-over would leave them.
         let node: Node = Arc::default();
         ns.live.insert(path.to_path_buf(), node.clone());
-        Ok(Box::new(MemWritableFile { node }))
+        Ok(Box::new(MemWritableFile {
+            node,
+            write_gate: self.write_gate.clone(),
+        }))
     }
 
     fn new_appendable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let mut ns = self.namespace();
         Self::check_parent(&ns, path, "open for append")?;
         let node = ns.live.entry(path.to_path_buf()).or_default().clone();
-        Ok(Box::new(MemWritableFile { node }))
+        Ok(Box::new(MemWritableFile {
+            node,
+            write_gate: self.write_gate.clone(),
+        }))
     }
 
     fn exists(&self, path: &Path) -> bool {
