@@ -263,6 +263,13 @@ impl Options {
 pub struct ReadOptions<'a> {
     /// Verify the checksum of every block read from disk. Default: **true** (LevelDB's default
     /// is false; strata never returns data it has not checked unless told to).
+    ///
+    /// A block verified once is trusted while it stays in memory strata reads from: the block
+    /// cache, and for a compressed block of a mapped table (`PosixEnv` maps tables), the
+    /// mapping, for as long as the table stays open. So a block is checked at its first read
+    /// after open, not at every read; damage that appears on the disk later, in a page the
+    /// kernel drops and reads again while the table is open, is not caught by reads (it is by
+    /// compaction, which verifies every block it reads, and by `strata check`).
     pub verify_checksums: bool,
     /// Let blocks read for this read enter the block cache. Default: true. A block enters at
     /// its second read in a short while, not its first (the cache's door keeper, so that

@@ -63,8 +63,11 @@ fn input_iterator(
     // process's resident memory as they pass, so that a write-heavy process does not hold
     // every table it compacts resident (db_bench fillseq,fillrandom,overwrite,compact at 1M:
     // peak resident 93-98 MB with them held, 54-59 without). Gets map what they read again.
+    // Every input block is verified as read: a block damaged since an earlier read checked it
+    // must not be rewritten under a fresh checksum.
     let options = BlockReadOptions {
         verify_checksums: true,
+        trust_verified: false,
         fill_cache: false,
         release_behind: true,
     };

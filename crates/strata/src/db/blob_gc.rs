@@ -487,6 +487,7 @@ impl DbInner {
         }
         let read = BlockReadOptions {
             verify_checksums: true,
+            trust_verified: true,
             fill_cache: false,
             release_behind: false,
         };

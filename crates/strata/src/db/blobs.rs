@@ -485,6 +485,7 @@ pub(crate) fn newest_older_pointer(
     }
     let read = BlockReadOptions {
         verify_checksums: false,
+        trust_verified: true,
         fill_cache: false,
         release_behind: false,
     };

@@ -229,6 +229,7 @@ pub(crate) fn new_iterator(inner: &Arc<DbInner>, options: &ReadOptions<'_>) -> R
 fn block_read_options(options: &ReadOptions<'_>) -> BlockReadOptions {
     BlockReadOptions {
         verify_checksums: options.verify_checksums,
+        trust_verified: true,
         fill_cache: options.fill_cache,
         release_behind: false,
     }

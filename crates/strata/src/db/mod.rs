@@ -782,6 +782,7 @@ impl Db {
         }
         let read = BlockReadOptions {
             verify_checksums: options.verify_checksums,
+            trust_verified: true,
             fill_cache: options.fill_cache,
             release_behind: false,
         };

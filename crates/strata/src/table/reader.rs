@@ -12,7 +12,7 @@
 
 use std::cell::Cell;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::block::{find_while_decoding, Block, BlockIter, HotForms};
@@ -35,9 +35,19 @@ use crate::key::{user_key, InternalKeyComparator, ParsedInternalKey, ValueKind};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockReadOptions {
     /// Verify the checksum of every data block read from the file (a block found in the
-    /// block cache is not read from the file). A block stored uncompressed in a mapped table is
-    /// read in place from the mapping on every read, and verified on every read.
+    /// block cache is not read from the file). A block of a mapped table is read in place
+    /// from the mapping (decompressed from it, or searched where it lies) on every read; see
+    /// `trust_verified` for when it is verified again.
     pub verify_checksums: bool,
+    /// With `verify_checksums`, a compressed block of a mapped table that this table verified
+    /// since it was opened is not verified again: the mapping serves it as the block cache
+    /// serves a block it holds, as bytes already checked. (A block stored uncompressed is
+    /// verified on every read all the same: the check's pass brings it into the CPU cache for
+    /// the search that follows, which reads it where it lies.) (What this does not catch: damage that
+    /// arises on the disk after the first check, while the table stays open, in a page the
+    /// kernel dropped and read again.) False makes every read verify every block it reads:
+    /// compaction's inputs (damage must not be rewritten under a fresh checksum), repair.
+    pub trust_verified: bool,
     /// Offer blocks read from the file to the block cache, which keeps a block at its second
     /// recent offer ([`BlockCache::offer`]).
     pub fill_cache: bool,
@@ -53,6 +63,7 @@ impl Default for BlockReadOptions {
     fn default() -> Self {
         BlockReadOptions {
             verify_checksums: true,
+            trust_verified: true,
             fill_cache: true,
             release_behind: false,
         }
@@ -150,6 +161,12 @@ pub struct Table {
     /// Versions' files holding the table (`TablePin`s): while any does, the table cache keeps
     /// it (a relaxed count, changed only when a pin is made or dropped).
     version_pins: AtomicUsize,
+    /// One bit per data block (in index order, as `block_offsets`): set once the block's
+    /// checksum was verified in the mapping, so that reads trusting it
+    /// (`BlockReadOptions::trust_verified`) skip the check. Empty when the offsets were not
+    /// kept. Relaxed: a bit seen late costs one more check, never a skipped one (a bit is set
+    /// only after its block passed).
+    verified_blocks: Box<[AtomicU64]>,
 }
 
 /// The data blocks' offsets and the end of the last one's trailer (see `Table::block_offsets`),
@@ -208,6 +225,10 @@ impl Table {
             index = index.with_fences();
         }
         let block_offsets = index.every_entry_values().and_then(block_offsets);
+        let verified_blocks = block_offsets
+            .as_ref()
+            .map_or(0, |o| (o.len() - 1).div_ceil(64));
+        let verified_blocks = (0..verified_blocks).map(|_| AtomicU64::new(0)).collect();
         let index = Arc::new(index);
         // The blocks after the data blocks: read once here, and held copied.
         let mut meta_start = footer.index.offset.min(footer.metaindex.offset);
@@ -244,7 +265,46 @@ impl Table {
             raw_blocks: AtomicBool::new(false),
             hot_forms: Arc::new(HotForms::new()),
             version_pins: AtomicUsize::new(0),
+            verified_blocks,
         })
+    }
+
+    /// The word and bit of `verified_blocks` for the data block at `offset`, if the offsets
+    /// were kept and a block starts there.
+    fn verified_bit(&self, offset: u64) -> Option<(&AtomicU64, u64)> {
+        let offsets = self.block_offsets.as_deref()?;
+        let offset = u32::try_from(offset).ok()?;
+        // The last offset is the end of the last block, no block's start.
+        let i = offsets[..offsets.len() - 1].binary_search(&offset).ok()?;
+        Some((self.verified_blocks.get(i / 64)?, 1 << (i % 64)))
+    }
+
+    /// Verifies the checksum of `stored` (the data block at `handle`, as it lies in the
+    /// mapping, with its trailer) as `options` asks: not at all, or unless this table
+    /// verified it before and `options` trusts that (`BlockReadOptions::trust_verified`).
+    fn verify_mapped(
+        &self,
+        handle: BlockHandle,
+        stored: &[u8],
+        options: &BlockReadOptions,
+    ) -> Result<()> {
+        if !options.verify_checksums {
+            return Ok(());
+        }
+        let bit = self.verified_bit(handle.offset);
+        if options.trust_verified {
+            if let Some((word, mask)) = bit {
+                if word.load(Ordering::Relaxed) & mask != 0 {
+                    return Ok(());
+                }
+            }
+        }
+        verify_stored_block(stored)
+            .map_err(|reason| Error::corruption(&*self.path, handle.offset, reason))?;
+        if let Some((word, mask)) = bit {
+            word.fetch_or(mask, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// The index's block handles as kept at open, if kept (`Table::block_offsets`).
@@ -420,12 +480,15 @@ impl Table {
                 self.read_from_file(handle, options)?
             }
             // Checked and decompressed where it lies: one look at the mapping.
-            Some(stored) => Block::new(
-                expand_stored_block(stored, options.verify_checksums)
-                    .map_err(|reason| Error::corruption(&*self.path, handle.offset, reason))?,
-                self.path.clone(),
-                handle.offset,
-            )?,
+            Some(stored) => {
+                self.verify_mapped(handle, stored, options)?;
+                Block::new(
+                    expand_stored_block(stored, false)
+                        .map_err(|reason| Error::corruption(&*self.path, handle.offset, reason))?,
+                    self.path.clone(),
+                    handle.offset,
+                )?
+            }
             None => self.read_from_file(handle, options)?,
         };
         Ok((Arc::new(block), false))
@@ -496,10 +559,7 @@ impl Table {
         if stored[size] != Compression::Snappy as u8 {
             return Ok(Streamable::Whole(Door::NotAsked, false));
         }
-        if options.verify_checksums {
-            verify_stored_block(stored)
-                .map_err(|reason| Error::corruption(&*self.path, handle.offset, reason))?;
-        }
+        self.verify_mapped(handle, stored, options)?;
         if options.fill_cache {
             if let Some(cache) = &self.cache {
                 if cache.admit(self.cache_id, handle.offset) {
@@ -695,6 +755,7 @@ impl Table {
     pub fn salvage(&self, mut visit: impl FnMut(&[u8], &[u8])) -> (usize, Option<Error>) {
         let read = BlockReadOptions {
             verify_checksums: true,
+            trust_verified: false,
             fill_cache: false,
             release_behind: false,
         };
@@ -891,6 +952,7 @@ impl Table {
     pub fn data_blocks(&self) -> Result<Vec<(BlockHandle, Vec<Vec<u8>>)>> {
         let read = BlockReadOptions {
             verify_checksums: true,
+            trust_verified: false,
             fill_cache: false,
             release_behind: false,
         };

@@ -403,6 +403,7 @@ fn fill_cache_false_leaves_the_cache_alone() {
     for _ in 0..2 {
         let mut it = table.iter(BlockReadOptions {
             verify_checksums: true,
+            trust_verified: true,
             fill_cache: false,
             release_behind: false,
         });
@@ -954,6 +955,78 @@ fn lookups_that_decode_part_way_report_damaged_blocks() {
         }
         assert_eq!((cache.deferred_count(), cache.insert_count()), (0, 0));
     }
+}
+
+/// A compressed block of a mapped table is verified at its first read; a read that trusts
+/// that check (`trust_verified`, the database's gets and cursors) does not verify it again,
+/// and one that does not (compaction, repair, `Table::verify`) does: damage written into the
+/// file after the first read is reported as a checksum mismatch only by those.
+#[test]
+fn a_block_verified_once_is_trusted_only_by_reads_that_ask() {
+    use crate::env::PosixEnv;
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    let env = PosixEnv::new();
+    let path = dir.path().join("000012.ldb");
+    let entries: Vec<_> = (0..200)
+        .map(|i| {
+            let k = ikey(format!("key{i:05}").as_bytes(), 500 - i as u64);
+            (k, format!("value {i} ").repeat(5).into_bytes())
+        })
+        .collect();
+    let options = TableOptions {
+        block_size: 1024,
+        compression: Compression::Snappy,
+        ..TableOptions::default()
+    };
+    let size = build_file(&env, &path, &options, &entries);
+    let table = Arc::new(
+        Table::open(
+            options.clone(),
+            env.new_mapped_file(&path).unwrap(),
+            &path,
+            size,
+            None,
+        )
+        .unwrap(),
+    );
+    let trusting = BlockReadOptions {
+        fill_cache: false,
+        ..BlockReadOptions::default()
+    };
+    let strict = BlockReadOptions {
+        trust_verified: false,
+        ..trusting
+    };
+    let (k, v) = &entries[0];
+    let got = table.get(&trusting, k, |_, v| v.to_vec()).unwrap().unwrap();
+    assert_eq!(&got, v);
+    // Damage the first data block (at offset 0) in place: the mapping shows the new bytes.
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    let mut byte = [0u8];
+    std::fs::File::open(&path).unwrap().read_exact_at(&mut byte, 40).unwrap();
+    file.write_at(&[byte[0] ^ 0x5a], 40).unwrap();
+    let checksum_error = |r: Result<Option<Vec<u8>>>| match r {
+        Err(e) => e.to_string().contains("checksum mismatch"),
+        Ok(_) => false,
+    };
+    for _ in 0..2 {
+        assert!(
+            !checksum_error(table.get(&trusting, k, |_, v| v.to_vec())),
+            "a trusting read verified a block verified before"
+        );
+        assert!(checksum_error(table.get(&strict, k, |_, v| v.to_vec())));
+    }
+    // A scan that does not trust earlier checks stops at the damage too.
+    let mut it = table.iter(strict);
+    it.seek_to_first();
+    assert!(!it.valid());
+    assert!(it.status().unwrap_err().to_string().contains("checksum mismatch"));
+    assert!(!table.verify().damage.is_empty());
+    // A table opened anew knows of no earlier check.
+    let reopened = Table::open(options, env.new_mapped_file(&path).unwrap(), &path, size, None)
+        .unwrap();
+    assert!(checksum_error(reopened.get(&trusting, k, |_, v| v.to_vec())));
 }
 
 /// A thread whose cursors are dropped where their seeks leave them gets seeks that decode a

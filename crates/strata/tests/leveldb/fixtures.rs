@@ -140,6 +140,7 @@ fn open_table(env: &dyn Env, dir: &Path, f: &FileMetaData, filter: bool) -> Arc<
 fn table_entries(table: &Arc<Table>, f: &FileMetaData) -> Vec<(Vec<u8>, Entry)> {
     let mut it = table.iter(BlockReadOptions {
         verify_checksums: true,
+        trust_verified: false,
         fill_cache: false,
         release_behind: false,
     });
