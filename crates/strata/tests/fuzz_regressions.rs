@@ -53,13 +53,16 @@ fn mutate(input: &[u8], seed: u64) -> Vec<u8> {
     out
 }
 
-/// Runs `check` on `input`; if it panics, names the input (so that a failure can be rerun
-/// alone with `STRATA_FUZZ_ONLY`) and panics on.
-fn check_named(check: Check, input: &[u8], name: &str) {
-    if let Ok(only) = std::env::var("STRATA_FUZZ_ONLY") {
-        if only != name {
-            return;
-        }
+/// The one input `STRATA_FUZZ_ONLY` names, if set.
+fn only() -> Option<String> {
+    std::env::var("STRATA_FUZZ_ONLY").ok()
+}
+
+/// Runs `check` on `input` (unless `STRATA_FUZZ_ONLY` names another); if it panics, names the
+/// input (so that a failure can be rerun alone) and panics on. True if it ran.
+fn check_named(check: Check, input: &[u8], name: &str) -> bool {
+    if only().is_some_and(|only| only != name) {
+        return false;
     }
     if let Err(panic) = std::panic::catch_unwind(|| check(input)) {
         eprintln!(
@@ -68,6 +71,7 @@ fn check_named(check: Check, input: &[u8], name: &str) {
         );
         std::panic::resume_unwind(panic);
     }
+    true
 }
 
 fn run(target: &str, check: Check) {
@@ -76,15 +80,26 @@ fn run(target: &str, check: Check) {
         .and_then(|s| s.parse().ok())
         .unwrap_or(300);
     let inputs = inputs(target);
+    let mut ran = 0;
     for (i, input) in inputs.iter().enumerate() {
-        check_named(check, input, &format!("{target}: committed input {i}"));
+        ran += usize::from(check_named(
+            check,
+            input,
+            &format!("{target}: committed input {i}"),
+        ));
     }
     for case in 0..cases {
         let input = &inputs[case as usize % inputs.len()];
-        check_named(
-            check,
-            &mutate(input, case),
-            &format!("{target}: mutation {case}"),
+        let name = format!("{target}: mutation {case}");
+        ran += usize::from(check_named(check, &mutate(input, case), &name));
+    }
+    // A name of this target that matched nothing would pass without running anything.
+    if let Some(only) = only().filter(|o| o.starts_with(&format!("{target}: "))) {
+        assert!(
+            ran == 1,
+            "STRATA_FUZZ_ONLY={only:?} names no input of {target} (committed input 0..{}, \
+             mutation 0..{cases})",
+            inputs.len()
         );
     }
     eprintln!(

@@ -41,12 +41,12 @@ pub struct BlockReadOptions {
     pub verify_checksums: bool,
     /// With `verify_checksums`, a compressed block of a mapped table that this table verified
     /// since it was opened is not verified again: the mapping serves it as the block cache
-    /// serves a block it holds, as bytes already checked. (A block stored uncompressed is
-    /// verified on every read all the same: the check's pass brings it into the CPU cache for
-    /// the search that follows, which reads it where it lies.) (What this does not catch: damage that
-    /// arises on the disk after the first check, while the table stays open, in a page the
-    /// kernel dropped and read again.) False makes every read verify every block it reads:
-    /// compaction's inputs (damage must not be rewritten under a fresh checksum), repair.
+    /// serves a block it holds, as bytes already checked. What that misses: damage arising on
+    /// the disk after the first check, while the table stays open, in a page the kernel
+    /// dropped and read again. A block stored uncompressed is verified on every read all the
+    /// same (the check's pass brings it into the CPU cache for the search in place). False
+    /// makes every read verify every block it reads: compaction's inputs (damage must not be
+    /// rewritten under a fresh checksum), repair, `Table::verify`.
     pub trust_verified: bool,
     /// Offer blocks read from the file to the block cache, which keeps a block at its second
     /// recent offer ([`BlockCache::offer`]).

@@ -897,14 +897,12 @@ fn lookups_that_decode_blocks_part_way_agree_with_whole_blocks() {
     }
 }
 
-/// A Snappy block damaged on disk: a lookup that would decode it part way reports the same
-/// corruption as a whole read when checksums are verified, and never panics when they are not.
-#[test]
-fn lookups_that_decode_part_way_report_damaged_blocks() {
-    use crate::env::PosixEnv;
-    let dir = tempfile::tempdir().unwrap();
-    let env = PosixEnv::new();
-    let path = dir.path().join("000011.ldb");
+/// A table at `path` of 200 entries in Snappy blocks of 1 KiB (its first data block at offset
+/// 0): its entries, options and size.
+fn snappy_table_of_1k_blocks(
+    env: &impl Env,
+    path: &Path,
+) -> (Vec<(Vec<u8>, Vec<u8>)>, TableOptions, u64) {
     let entries: Vec<_> = (0..200)
         .map(|i| {
             let k = ikey(format!("key{i:05}").as_bytes(), 500 - i as u64);
@@ -916,7 +914,19 @@ fn lookups_that_decode_part_way_report_damaged_blocks() {
         compression: Compression::Snappy,
         ..TableOptions::default()
     };
-    let size = build_file(&env, &path, &options, &entries);
+    let size = build_file(env, path, &options, &entries);
+    (entries, options, size)
+}
+
+/// A Snappy block damaged on disk: a lookup that would decode it part way reports the same
+/// corruption as a whole read when checksums are verified, and never panics when they are not.
+#[test]
+fn lookups_that_decode_part_way_report_damaged_blocks() {
+    use crate::env::PosixEnv;
+    let dir = tempfile::tempdir().unwrap();
+    let env = PosixEnv::new();
+    let path = dir.path().join("000011.ldb");
+    let (entries, options, size) = snappy_table_of_1k_blocks(&env, &path);
     let original = std::fs::read(&path).unwrap();
     let verify = BlockReadOptions {
         fill_cache: false,
@@ -968,18 +978,7 @@ fn a_block_verified_once_is_trusted_only_by_reads_that_ask() {
     let dir = tempfile::tempdir().unwrap();
     let env = PosixEnv::new();
     let path = dir.path().join("000012.ldb");
-    let entries: Vec<_> = (0..200)
-        .map(|i| {
-            let k = ikey(format!("key{i:05}").as_bytes(), 500 - i as u64);
-            (k, format!("value {i} ").repeat(5).into_bytes())
-        })
-        .collect();
-    let options = TableOptions {
-        block_size: 1024,
-        compression: Compression::Snappy,
-        ..TableOptions::default()
-    };
-    let size = build_file(&env, &path, &options, &entries);
+    let (entries, options, size) = snappy_table_of_1k_blocks(&env, &path);
     let table = Arc::new(
         Table::open(
             options.clone(),
