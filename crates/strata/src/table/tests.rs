@@ -897,12 +897,15 @@ fn lookups_that_decode_blocks_part_way_agree_with_whole_blocks() {
     }
 }
 
+/// A table's entries in order: (internal key, value).
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// A table at `path` of 200 entries in Snappy blocks of 1 KiB (its first data block at offset
 /// 0): its entries, options and size.
 fn snappy_table_of_1k_blocks(
     env: &impl Env,
     path: &Path,
-) -> (Vec<(Vec<u8>, Vec<u8>)>, TableOptions, u64) {
+) -> (Entries, TableOptions, u64) {
     let entries: Vec<_> = (0..200)
         .map(|i| {
             let k = ikey(format!("key{i:05}").as_bytes(), 500 - i as u64);
