@@ -110,6 +110,14 @@ impl BlockBuilder {
         self.buffer
     }
 
+    /// [`finish`](Self::finish), with the restart points' offsets (the first 0) and where
+    /// the entries end (the restart array's offset).
+    pub(crate) fn finish_with_restarts(&mut self) -> (&[u8], &[u32], usize) {
+        self.finish();
+        let entries_end = self.buffer.len() - 4 * self.restarts.len() - 4;
+        (&self.buffer, &self.restarts, entries_end)
+    }
+
     /// The number of entries added since the last reset.
     pub fn entry_count(&self) -> usize {
         self.entry_count

@@ -3,6 +3,7 @@
 //! options (with compression off; Snappy encoders differ in their byte choices).
 
 use super::block_builder::BlockBuilder;
+use super::chunks::ChunkStarts;
 use super::filter_block::FilterBlockBuilder;
 use super::format::{block_crc, BlockCompressor, BlockHandle, Compression, Footer};
 use super::TableOptions;
@@ -46,9 +47,9 @@ pub struct TableBuilder {
     filter: Option<FilterBlockBuilder>,
     last_key: Vec<u8>,
     entry_count: u64,
-    /// The handle of the last data block written, whose index entry waits for the next block's
-    /// first key (so that a short separator can be chosen).
-    pending_index_entry: Option<BlockHandle>,
+    /// The handle of the last data block written and where its chunks start, whose index
+    /// entry waits for the next block's first key (so that a short separator can be chosen).
+    pending_index_entry: Option<(BlockHandle, ChunkStarts)>,
     compressor: BlockCompressor,
     handle_encoding: Vec<u8>,
     /// The first write error; every later call returns it.
@@ -103,10 +104,10 @@ impl TableBuilder {
                 || self.icmp.compare(&self.last_key, internal_key) == std::cmp::Ordering::Less,
             "keys must be added in increasing order"
         );
-        if let Some(handle) = self.pending_index_entry.take() {
+        if let Some((handle, chunks)) = self.pending_index_entry.take() {
             self.icmp
                 .find_shortest_separator(&mut self.last_key, internal_key);
-            self.add_index_entry(handle);
+            self.add_index_entry(handle, chunks);
         }
         if let Some(f) = self.filter.as_mut() {
             f.add_key(user_key(internal_key));
@@ -121,9 +122,12 @@ impl TableBuilder {
         Ok(())
     }
 
-    fn add_index_entry(&mut self, handle: BlockHandle) {
+    /// Adds the index entry of the data block at `handle`: the handle, then where the block's
+    /// chunks start (nothing for a block compressed whole, as LevelDB writes it).
+    fn add_index_entry(&mut self, handle: BlockHandle, chunks: ChunkStarts) {
         self.handle_encoding.clear();
         handle.encode_into(&mut self.handle_encoding);
+        chunks.encode_into(&mut self.handle_encoding);
         self.index_block.add(&self.last_key, &self.handle_encoding);
     }
 
@@ -136,24 +140,26 @@ impl TableBuilder {
         if self.data_block.is_empty() {
             return Ok(());
         }
-        let handle = self.write_block(BlockKind::Data)?;
-        self.pending_index_entry = Some(handle);
+        let (raw, restarts, entries_end) = self.data_block.finish_with_restarts();
+        let (compression, stored, chunks) =
+            self.compressor
+                .compress_data_block(raw, restarts, entries_end, self.options.compression);
+        let result = write_raw_block(&mut *self.file, &mut self.offset, stored, compression);
+        self.data_block.reset();
+        let handle = self.record(result)?;
+        self.pending_index_entry = Some((handle, chunks));
         if let Some(f) = self.filter.as_mut() {
             f.start_block(self.offset);
         }
         Ok(())
     }
 
-    /// Compresses (if configured) and writes one of the builder's blocks, then resets it.
-    fn write_block(&mut self, kind: BlockKind) -> Result<BlockHandle> {
-        let block = match kind {
-            BlockKind::Data => &mut self.data_block,
-            BlockKind::Index => &mut self.index_block,
-        };
-        let raw = block.finish();
+    /// Compresses (if configured) and writes the index block.
+    fn write_index_block(&mut self) -> Result<BlockHandle> {
+        let raw = self.index_block.finish();
         let (compression, stored) = self.compressor.compress(raw, self.options.compression);
         let result = write_raw_block(&mut *self.file, &mut self.offset, stored, compression);
-        block.reset();
+        self.index_block.reset();
         self.record(result)
     }
 
@@ -197,11 +203,11 @@ impl TableBuilder {
         let result = write_raw_block(&mut *self.file, &mut self.offset, stored, compression);
         let metaindex_handle = self.record(result)?;
 
-        if let Some(handle) = self.pending_index_entry.take() {
+        if let Some((handle, chunks)) = self.pending_index_entry.take() {
             self.icmp.find_short_successor(&mut self.last_key);
-            self.add_index_entry(handle);
+            self.add_index_entry(handle, chunks);
         }
-        let index_handle = self.write_block(BlockKind::Index)?;
+        let index_handle = self.write_index_block()?;
         let footer = Footer {
             metaindex: metaindex_handle,
             index: index_handle,
@@ -218,12 +224,6 @@ impl TableBuilder {
         self.record(result)?;
         Ok(self.offset)
     }
-}
-
-#[derive(Clone, Copy)]
-enum BlockKind {
-    Data,
-    Index,
 }
 
 /// Appends `stored` and its trailer at `*offset`, advancing it; returns the block's handle.

@@ -19,6 +19,7 @@ use std::path::Path;
 
 use crate::coding::{crc32c, crc32c_extend, put_varint64, unmask_crc, Decoder};
 use crate::env::RandomAccessFile;
+use crate::table::chunks::{compress_in_chunks, ChunkStarts};
 use crate::table::snappy::checked_length;
 use crate::error::{Error, Result};
 
@@ -317,6 +318,31 @@ impl BlockCompressor {
                 }
             }
         }
+    }
+}
+
+impl BlockCompressor {
+    /// [`compress`](Self::compress) for a data block, `raw`, whose entries end at
+    /// `entries_end` and whose restart points are `restarts`: Snappy compresses it in
+    /// chunks that decode alone (`table::chunks`), whose starts it also returns (none when
+    /// it stores the block uncompressed or whole).
+    pub(crate) fn compress_data_block<'a>(
+        &'a mut self,
+        raw: &'a [u8],
+        restarts: &[u32],
+        entries_end: usize,
+        compression: Compression,
+    ) -> (Compression, &'a [u8], ChunkStarts) {
+        if compression == Compression::Snappy {
+            if let Some((n, starts)) = compress_in_chunks(&mut self.encoder, raw, restarts, entries_end, &mut self.buf) {
+                if n < raw.len() - raw.len() / 8 {
+                    return (Compression::Snappy, &self.buf[..n], starts);
+                }
+                return (Compression::None, raw, ChunkStarts::default());
+            }
+        }
+        let (kind, stored) = self.compress(raw, compression);
+        (kind, stored, ChunkStarts::default())
     }
 }
 

@@ -6,6 +6,7 @@
 //! See [`format`](mod@format) for the file layout and [`block_builder`] for the block layout.
 
 mod block;
+pub(crate) mod chunks;
 pub mod block_builder;
 mod builder;
 pub mod filter_block;

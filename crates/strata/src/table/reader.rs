@@ -15,8 +15,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::block::{find_while_decoding, Block, BlockIter, HotForms};
-use super::snappy::SnappyReader;
+use super::block::{find_while_decoding, reader_at_chunk, Block, BlockIter, HotForms};
+use super::chunks::{self, ChunkStarts};
 use super::filter_block::FilterBlockReader;
 use super::format::{
     expand_stored_block, mapped_block, read_block, read_footer, verify_stored_block, BlockHandle,
@@ -68,6 +68,16 @@ impl Default for BlockReadOptions {
             release_behind: false,
         }
     }
+}
+
+/// Where the index keeps a data block's entry, whose value after the handle says where the
+/// block's chunks start (`table::chunks`): read only when the block is decoded part way.
+#[derive(Debug, Clone, Copy)]
+enum IndexSpot {
+    /// The entry at this position (restart) of the index block.
+    Position(usize),
+    /// The starts, read already.
+    Chunks(ChunkStarts),
 }
 
 /// What the block cache's door keeper said of a block a point lookup missed
@@ -505,6 +515,7 @@ impl Table {
     fn find_while_decoding<R, F>(
         &self,
         handle: BlockHandle,
+        spot: IndexSpot,
         options: &BlockReadOptions,
         target: &[u8],
         found: F,
@@ -523,10 +534,12 @@ impl Table {
         } else {
             Door::NotAsked
         };
-        let mut reader =
-            SnappyReader::new(&stored[..size], DECODE_BUFFER.take()).map_err(corrupt)?;
+        let chunks = self.chunk_starts(handle, spot);
+        let (mut reader, start) =
+            reader_at_chunk(&stored[..size], &chunks, &self.icmp, target, |_| DECODE_BUFFER.take())
+                .map_err(corrupt)?;
         let mut slot = Some(found);
-        let answer = find_while_decoding(&mut reader, &self.icmp, target, |k, v| {
+        let answer = find_while_decoding(&mut reader, start, &self.icmp, target, |k, v| {
             let found = slot.take().expect("find_while_decoding calls `found` at most once");
             found(None, k, v)
         });
@@ -647,7 +660,7 @@ impl Table {
         internal_key: &[u8],
         found: impl FnOnce(Option<&Arc<Block>>, &[u8], &[u8]) -> R,
     ) -> Result<Option<R>> {
-        let Some(handle) = self.data_block_for(internal_key)? else {
+        let Some((handle, spot)) = self.data_block_for(internal_key)? else {
             return Ok(None);
         };
         if self.filter_rules_out(handle, internal_key) {
@@ -657,7 +670,7 @@ impl Table {
             return block.find(&self.icmp, internal_key, |k, v| found(Some(&block), k, v));
         }
         let (found, door, checked) =
-            match self.find_while_decoding(handle, options, internal_key, found)? {
+            match self.find_while_decoding(handle, spot, options, internal_key, found)? {
                 Ok(answer) => return Ok(answer),
                 Err(back) => back,
             };
@@ -672,7 +685,7 @@ impl Table {
     pub(crate) fn rules_out(&self, internal_key: &[u8]) -> bool {
         match self.data_block_for(internal_key) {
             Ok(None) => true,
-            Ok(Some(handle)) => self.filter_rules_out(handle, internal_key),
+            Ok(Some((handle, _))) => self.filter_rules_out(handle, internal_key),
             Err(_) => false,
         }
     }
@@ -686,31 +699,46 @@ impl Table {
     }
 
     /// The handle of the first data block whose last key is at or after `internal_key` (the
-    /// only block that may hold it), or `None` if every key in the table is before it.
-    fn data_block_for(&self, internal_key: &[u8]) -> Result<Option<BlockHandle>> {
+    /// only block that may hold it), and where its index entry is; `None` if every key in the
+    /// table is before it.
+    fn data_block_for(&self, internal_key: &[u8]) -> Result<Option<(BlockHandle, IndexSpot)>> {
         let by_position = self
             .block_offsets
             .is_some()
             .then(|| self.index.entry_at_or_after(&self.icmp, internal_key))
             .flatten();
-        let handle = match by_position {
+        let found = match by_position {
             Some(position) => {
-                let Some(handle) = self.index_handle(position?) else {
+                let position = position?;
+                let Some(handle) = self.index_handle(position) else {
                     return Ok(None);
                 };
-                handle
+                (handle, IndexSpot::Position(position))
             }
             None => {
-                let Some(handle) = self.index.find(&self.icmp, internal_key, |_, value| {
-                    self.decode_handle(value, self.metaindex.offset)
+                let Some(found) = self.index.find(&self.icmp, internal_key, |_, value| {
+                    let handle = self.decode_handle(value, self.metaindex.offset)?;
+                    Ok((handle, IndexSpot::Chunks(chunks::after_handle(value, handle.size))))
                 })?
                 else {
                     return Ok(None);
                 };
-                handle?
+                found?
             }
         };
-        Ok(Some(handle))
+        Ok(Some(found))
+    }
+
+    /// Where the chunks of the data block at `handle` start, its index entry at `spot`.
+    fn chunk_starts(&self, handle: BlockHandle, spot: IndexSpot) -> ChunkStarts {
+        match spot {
+            IndexSpot::Chunks(chunks) => chunks,
+            IndexSpot::Position(position) => self
+                .index
+                .restart_value(position)
+                .map(|value| chunks::after_handle(value, handle.size))
+                .unwrap_or_default(),
+        }
     }
 
     /// What a walk reads ahead after (`forward`) or before the data block at `handle`: the
@@ -1204,7 +1232,7 @@ impl SecondLevel for DataBlocks {
     /// any other is read as [`open_into`](Self::open_into) reads it.
     fn seek_into(
         &self,
-        _: &BlockIter,
+        index: &BlockIter,
         handle: BlockHandle,
         target: &[u8],
         slot: &mut Option<BlockIter>,
@@ -1216,12 +1244,14 @@ impl SecondLevel for DataBlocks {
             Some(block) => (block, false),
             None => match table.streamable(handle, &self.options)? {
                 Streamable::Stream(stored) if crate::table::block::seeks_stay() => {
+                    let chunks = chunks::after_handle(index.value(), handle.size);
                     return BlockIter::seek_while_decoding(
                         slot,
                         &table.icmp_dyn,
                         &table.icmp,
                         target,
                         stored,
+                        &chunks,
                         &table.file,
                         &table.path,
                         handle.offset,

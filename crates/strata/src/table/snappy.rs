@@ -51,9 +51,15 @@ pub(crate) fn checked_length(block: &[u8]) -> Result<(usize, usize), &'static st
 /// can move 8 or 16 bytes at once and let the excess fall where later elements overwrite it.
 const SLOP: usize = 16;
 
+/// The length of the buffer a decode of `block` needs: its decoded length and the slop.
+pub(crate) fn decode_buffer_len(block: &[u8]) -> Result<usize, &'static str> {
+    Ok(checked_length(block)?.0 + SLOP)
+}
+
 /// Where a suspended decode stands ([`SnappyReader::suspend`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SnappyProgress {
+    base: usize,
     header: usize,
     pos: usize,
     decoded: usize,
@@ -63,12 +69,15 @@ pub(crate) struct SnappyProgress {
 /// A Snappy block being decoded into a buffer the caller lends (and takes back whole,
 /// [`finish`](Self::finish), or as it stands, [`into_buffer`](Self::into_buffer)).
 ///
-/// Invariants: `out.len() >= total + SLOP`; `out[..decoded]` is the block's first `decoded`
-/// bytes, `decoded <= total`; the bytes after them are scratch. `pos <= input.len()` is the
-/// next element's tag.
+/// Invariants: `out.len() >= total + SLOP`; `out[base..decoded]` is the block's bytes there,
+/// `base <= decoded <= total`; the bytes before `base` and after `decoded` are scratch.
+/// `pos <= input.len()` is the next element's tag. A decode starts at `base` 0, or at the
+/// start of a chunk that decodes alone (`table::chunks`), whose elements never reach before
+/// `base`.
 pub(crate) struct SnappyReader<'a> {
     /// The block's elements: what follows its length header of `header` bytes.
     input: &'a [u8],
+    base: usize,
     header: usize,
     pos: usize,
     out: Vec<u8>,
@@ -93,6 +102,7 @@ impl<'a> SnappyReader<'a> {
     ) -> Result<Self, &'static str> {
         let (total, header) = checked_length(block)?;
         let start = SnappyProgress {
+            base: 0,
             header,
             pos: 0,
             decoded: 0,
@@ -101,11 +111,37 @@ impl<'a> SnappyReader<'a> {
         Ok(Self::resume(block, start, buffer(total + SLOP)))
     }
 
+    /// Starts decoding `block` at the chunk that
+    /// `start` places (`table::chunks`), into `buffer`: the bytes before the chunk are not
+    /// decoded, and [`decoded`](Self::decoded) holds scratch there. A copy that reaches
+    /// before the chunk is refused as damage. [`finish`](Self::finish) decodes the block
+    /// whole, from its start.
+    pub(crate) fn at_chunk(
+        block: &'a [u8],
+        start: crate::table::chunks::ChunkStart,
+        buffer: Vec<u8>,
+    ) -> Result<Self, &'static str> {
+        let (total, header) = checked_length(block)?;
+        let (input, output) = (start.input as usize, start.output as usize);
+        if input < header || input > block.len() || output > total {
+            return Err("block's chunk map places a chunk outside it");
+        }
+        let progress = SnappyProgress {
+            base: output,
+            header,
+            pos: input - header,
+            decoded: output,
+            total,
+        };
+        Ok(Self::resume(block, progress, buffer))
+    }
+
     /// Stops decoding for now: where the decode stands, and the buffer holding the bytes
     /// decoded so far (its length still the decoded length and the slop), to be handed back
     /// to [`resume`](Self::resume) with the same block.
     pub(crate) fn suspend(self) -> (SnappyProgress, Vec<u8>) {
         let progress = SnappyProgress {
+            base: self.base,
             header: self.header,
             pos: self.pos,
             decoded: self.decoded,
@@ -120,6 +156,7 @@ impl<'a> SnappyReader<'a> {
     /// it is zeroed only where it grows.
     pub(crate) fn resume(block: &'a [u8], progress: SnappyProgress, mut buffer: Vec<u8>) -> Self {
         let SnappyProgress {
+            base,
             header,
             pos,
             decoded,
@@ -130,6 +167,7 @@ impl<'a> SnappyReader<'a> {
         }
         SnappyReader {
             input: &block[header..],
+            base,
             header,
             pos,
             out: buffer,
@@ -138,7 +176,7 @@ impl<'a> SnappyReader<'a> {
         }
     }
 
-    /// The bytes decoded so far.
+    /// The bytes decoded so far; scratch before the chunk a decode [started at](Self::at_chunk).
     pub(crate) fn decoded(&self) -> &[u8] {
         &self.out[..self.decoded]
     }
@@ -157,6 +195,9 @@ impl<'a> SnappyReader<'a> {
 
     /// Decodes the rest of the block and returns it (the buffer, cut to the block).
     pub(crate) fn finish(mut self) -> Result<Vec<u8>, &'static str> {
+        if self.base > 0 {
+            (self.base, self.pos, self.decoded) = (0, 0, 0);
+        }
         self.fill_to(self.total)?;
         self.out.truncate(self.total);
         Ok(self.out)
@@ -182,6 +223,7 @@ impl<'a> SnappyReader<'a> {
     fn decode_until(&mut self, want: usize) -> Result<(), &'static str> {
         let input = self.input;
         let total = self.total;
+        let base = self.base;
         let mut pos = self.pos;
         let mut len = self.decoded;
         let out = &mut self.out[..total + SLOP];
@@ -250,7 +292,7 @@ impl<'a> SnappyReader<'a> {
                 }
             };
             pos += size;
-            if offset == 0 || offset > len {
+            if offset == 0 || offset > len - base {
                 break Err("snappy copy reaches outside the decoded bytes");
             }
             if n > total - len {

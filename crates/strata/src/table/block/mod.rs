@@ -19,7 +19,8 @@ use crate::iter::InternalIterator;
 use crate::key::{copy_key_bytes, ValueKind, TAG_LEN};
 use crate::table::block_builder::BlockBuilder;
 use crate::table::format::BLOCK_TRAILER_SIZE;
-use crate::table::snappy::{SnappyProgress, SnappyReader};
+use crate::table::chunks::ChunkStarts;
+use crate::table::snappy::{decode_buffer_len, SnappyProgress, SnappyReader};
 
 mod fences;
 pub(crate) use fences::{count_below, window, window_after, RestartFences};
@@ -660,8 +661,12 @@ impl Block {
 /// entry with no key: the restart array begins with restart 0's offset, four zero bytes
 /// (invariant 3 of [`Block`]), which read as an entry of empty key and value, and an entry
 /// of a table's block holds an internal key of at least eight bytes.
+///
+/// `start` is where the scan begins: 0, or the start of the chunk [`reader_at_chunk`] placed
+/// `reader` at.
 pub(crate) fn find_while_decoding<C, R, F>(
     reader: &mut SnappyReader<'_>,
+    start: usize,
     comparator: &C,
     target: &[u8],
     found: F,
@@ -671,8 +676,74 @@ where
     F: FnOnce(&[u8], &[u8]) -> R,
 {
     let mut key = ScratchKey::new();
-    let entry = scan_while_decoding(reader, comparator, target, &mut key)?;
+    let entry = scan_while_decoding(reader, start, comparator, target, &mut key)?;
     Ok(entry.map(|e| found(key.as_slice(), &reader.decoded()[e.value_start..e.end])))
+}
+
+/// A reader of the Snappy data block `contents`, placed where a scan for the first entry at
+/// or after `target` begins, and that place's offset in the decoded block: the start of the
+/// last chunk (`table::chunks`, `chunks` their starts) whose first key is before `target`,
+/// or of the block. Chunks are chosen by binary search, each probe decoding the first entry
+/// of one chunk; a scan from a chunk that the probe decoded goes on from there. The decode
+/// writes into `buffer(len)`, `len` the bytes it needs.
+///
+/// # Errors
+/// Damage in a probed chunk's Snappy data, a chunk start outside the block, or a chunk whose
+/// first entry is not a restart's (the map does not fit the block).
+pub(crate) fn reader_at_chunk<'a, C>(
+    contents: &'a [u8],
+    chunks: &ChunkStarts,
+    comparator: &C,
+    target: &[u8],
+    buffer: impl FnOnce(usize) -> Vec<u8>,
+) -> std::result::Result<(SnappyReader<'a>, usize), &'static str>
+where
+    C: Comparator + ?Sized,
+{
+    let starts = chunks.as_slice();
+    if starts.is_empty() {
+        return Ok((SnappyReader::new_in(contents, buffer)?, 0));
+    }
+    let mut buffer = buffer(decode_buffer_len(contents)?);
+    // The answer is chunk `lo` (0 the block's start, `i` the start `starts[i - 1]`): the
+    // last whose first key is before `target`.
+    let (mut lo, mut hi) = (0, starts.len());
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        let start = starts[mid - 1];
+        let mut reader = SnappyReader::at_chunk(contents, start, buffer)?;
+        let at = start.output as usize;
+        reader.fill_to(at + MAX_ENTRY_HEADER + SCAN_AHEAD)?;
+        let (shared, non_shared, _, header_len) = reader
+            .decoded()
+            .get(at..)
+            .and_then(decode_entry_lengths)
+            .ok_or("chunk's first entry does not decode")?;
+        if shared != 0 {
+            return Err("chunk does not start at a restart point");
+        }
+        let key_start = at + header_len;
+        reader.fill_to(key_start + non_shared)?;
+        let key = reader
+            .decoded()
+            .get(key_start..key_start + non_shared)
+            .ok_or("chunk's first key overruns the block")?;
+        if comparator.compare(key, target) == Ordering::Less {
+            lo = mid;
+            if lo == hi {
+                // The scan goes on from what the probe decoded.
+                return Ok((reader, at));
+            }
+        } else {
+            hi = mid - 1;
+        }
+        buffer = reader.into_buffer();
+    }
+    if lo == 0 {
+        return Ok((SnappyReader::new(contents, buffer)?, 0));
+    }
+    let start = starts[lo - 1];
+    Ok((SnappyReader::at_chunk(contents, start, buffer)?, start.output as usize))
 }
 
 /// Where [`scan_while_decoding`] found its entry, in the block's decoded bytes.
@@ -691,6 +762,7 @@ const SCAN_AHEAD: usize = 128;
 /// its key left in `key`; `Ok(None)` when the scan does not settle.
 fn scan_while_decoding<C>(
     reader: &mut SnappyReader<'_>,
+    start: usize,
     comparator: &C,
     target: &[u8],
     key: &mut ScratchKey,
@@ -699,7 +771,7 @@ where
     C: Comparator + ?Sized,
 {
     key.clear();
-    let mut offset = 0;
+    let mut offset = start;
     loop {
         if reader.decoded().len() < offset + MAX_ENTRY_HEADER {
             reader.fill_to(offset + MAX_ENTRY_HEADER + SCAN_AHEAD)?;
@@ -791,6 +863,9 @@ impl BlockIter {
     /// past the block's entries reads the whole block.
     ///
     /// `comparator` is the cursor's comparator (concrete, so that the scan inlines it).
+    /// `chunks` are where the block's chunks start (`table::chunks`): the decode begins at
+    /// the one that holds the entry, and a cursor that then needs the whole block decodes it
+    /// again from its start.
     ///
     /// # Errors
     /// Corruption naming the file and the block's offset if the Snappy data up to the entry,
@@ -802,6 +877,7 @@ impl BlockIter {
         comparator: &C,
         target: &[u8],
         stored: &[u8],
+        chunks: &ChunkStarts,
         file: &Arc<dyn RandomAccessFile>,
         path: &Arc<Path>,
         file_offset: u64,
@@ -811,9 +887,10 @@ impl BlockIter {
     {
         let corrupt = |reason| Error::corruption(&**path, file_offset, reason);
         let contents = &stored[..stored.len() - BLOCK_TRAILER_SIZE];
-        let mut reader = SnappyReader::new_in(contents, block_buffer).map_err(corrupt)?;
+        let (mut reader, start) =
+            reader_at_chunk(contents, chunks, comparator, target, block_buffer).map_err(corrupt)?;
         let mut key = ScratchKey::new();
-        let found = scan_while_decoding(&mut reader, comparator, target, &mut key);
+        let found = scan_while_decoding(&mut reader, start, comparator, target, &mut key);
         let Some(entry) = found.map_err(corrupt)? else {
             let data = reader.finish().map_err(corrupt)?;
             let block = Arc::new(Block::new(data, path.clone(), file_offset)?);
@@ -993,6 +1070,16 @@ impl Block {
                 Some(&self.data[h.value_start()..h.end()])
             })
             .collect()
+    }
+
+    /// The value of restart `index`'s entry, if the block has that restart and its entry
+    /// decodes.
+    pub(crate) fn restart_value(&self, index: usize) -> Option<&[u8]> {
+        if index >= self.num_restarts {
+            return None;
+        }
+        let h = self.restart_entry(index).ok()?;
+        Some(&self.data[h.value_start()..h.end()])
     }
 
     /// The header of restart `index`'s entry, which stores its whole key.

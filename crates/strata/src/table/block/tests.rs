@@ -893,7 +893,7 @@ fn finding_while_decoding_agrees_with_find() {
                 .find(&icmp, &target, |k, v| (k.to_vec(), v.to_vec()))
                 .unwrap();
             let mut reader = SnappyReader::new(&compressed, Vec::new()).unwrap();
-            let got = find_while_decoding(&mut reader, &icmp, &target, |k, v| {
+            let got = find_while_decoding(&mut reader, 0, &icmp, &target, |k, v| {
                 (k.to_vec(), v.to_vec())
             })
             .unwrap();
@@ -927,7 +927,7 @@ fn finding_while_decoding_stops_at_the_restart_array() {
     data.extend_from_slice(&[0, 0, 0, 0, 9, 0, b'z', b'z', b'z', b'z', b'z', b'z', 3, 0, 0, 0]);
     let compressed = snap::raw::Encoder::new().compress_vec(&data).unwrap();
     let mut reader = SnappyReader::new(&compressed, Vec::new()).unwrap();
-    let got = find_while_decoding(&mut reader, &icmp, &target, |k, _| k.to_vec()).unwrap();
+    let got = find_while_decoding(&mut reader, 0, &icmp, &target, |k, _| k.to_vec()).unwrap();
     assert_eq!(got, None);
     assert!(parse(data).is_err());
 }
@@ -1068,6 +1068,7 @@ fn seek_streamed(
         &BytewiseComparator,
         target,
         stored,
+        &ChunkStarts::default(),
         file,
         &path(),
         0,
@@ -1232,6 +1233,7 @@ fn a_partial_block_whose_mapping_is_gone_stops_with_an_error() {
         &BytewiseComparator,
         &model[5].0,
         bytes.mapped(0, len).unwrap(),
+        &ChunkStarts::default(),
         &file,
         &path(),
         0,
