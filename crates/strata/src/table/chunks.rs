@@ -17,7 +17,8 @@
 //! and 0). `count` is the chunks after the first, 1 to `MAX_CHUNKS - 1`. A value with
 //! nothing after its handle (every LevelDB table's) has one chunk: the whole block.
 
-use crate::coding::{put_varint32, varint_length, Decoder};
+use crate::coding::{decode_fixed32, put_varint32, varint_length, Decoder};
+use crate::table::snappy::SnappyReader;
 
 /// The most chunks a data block is compressed in.
 pub(crate) const MAX_CHUNKS: usize = 4;
@@ -51,6 +52,12 @@ impl ChunkStarts {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Puts `start` in place of the `i`-th start (a test's damage).
+    #[cfg(test)]
+    pub(crate) fn set(&mut self, i: usize, start: ChunkStart) {
+        self.starts[i] = start;
     }
 
     fn push(&mut self, start: ChunkStart) {
@@ -116,6 +123,43 @@ pub(crate) fn after_handle(index_value: &[u8], stored_size: u64) -> ChunkStarts 
         return ChunkStarts::default();
     }
     ChunkStarts::decode(d.remaining(), stored_size).unwrap_or_default()
+}
+
+/// Checks that `starts` fit the data block stored as the Snappy data `contents`, which
+/// decodes to `decoded`: each chunk decodes alone, from its input start, to exactly the
+/// block's bytes from its output start on, and that output start is a restart point (in
+/// the restart array at the end of `decoded`).
+pub(crate) fn check_chunks(
+    contents: &[u8],
+    decoded: &[u8],
+    starts: &ChunkStarts,
+) -> Result<(), &'static str> {
+    let is_restart = |offset: usize| {
+        let Some(count) = decoded.len().checked_sub(4).and_then(|at| decode_fixed32(&decoded[at..])) else {
+            return false;
+        };
+        let Some(array) = (count as usize)
+            .checked_mul(4)
+            .and_then(|n| decoded.len().checked_sub(4 + n))
+        else {
+            return false;
+        };
+        decoded[array..decoded.len() - 4]
+            .chunks_exact(4)
+            .any(|r| decode_fixed32(r) == Some(offset as u32))
+    };
+    for &start in starts.as_slice() {
+        let output = start.output as usize;
+        if !is_restart(output) {
+            return Err("block's chunk map places a chunk off a restart point");
+        }
+        let mut reader = SnappyReader::at_chunk(contents, start, Vec::new())?;
+        reader.fill_to(decoded.len())?;
+        if reader.decoded().get(output..) != decoded.get(output..) {
+            return Err("block's chunk does not decode alone to the block's bytes");
+        }
+    }
+    Ok(())
 }
 
 /// The decoded offsets where a data block's chunks after the first begin: restart points
@@ -244,15 +288,13 @@ mod tests {
 
     #[test]
     fn chunks_join_into_one_stream_and_each_decodes_alone() {
-        let mut raw = Vec::new();
-        let mut restarts = Vec::new();
+        let mut block = crate::table::block_builder::BlockBuilder::new(16);
         for i in 0..300u32 {
-            if i % 16 == 0 {
-                restarts.push(raw.len() as u32);
-            }
-            raw.extend_from_slice(format!("entry {i:08} with a value that repeats {}", i % 7).as_bytes());
+            let value = format!("a value that repeats {}", i % 7).repeat(1 + i as usize % 3);
+            block.add(format!("entry {i:08}").as_bytes(), value.as_bytes());
         }
-        let entries_end = raw.len();
+        let (raw, restarts, entries_end) = block.finish_with_restarts();
+        let (raw, restarts) = (raw.to_vec(), restarts.to_vec());
         let mut encoder = snap::raw::Encoder::new();
         let mut out = Vec::new();
         let (len, map) = compress_in_chunks(&mut encoder, &raw, &restarts, entries_end, &mut out).unwrap();
@@ -260,6 +302,16 @@ mod tests {
         let stored = &out[..len];
         // Whole, by `snap`: the joined stream is an ordinary Snappy block.
         assert_eq!(snap::raw::Decoder::new().decompress_vec(stored).unwrap(), raw);
+        check_chunks(stored, &raw, &map).unwrap();
+        // A start moved by a byte, either way, in either offset, is refused by the check.
+        for i in 0..map.as_slice().len() {
+            let s = map.as_slice()[i];
+            for (output, input) in [(s.output + 1, s.input), (s.output - 1, s.input), (s.output, s.input + 1), (s.output, s.input - 1)] {
+                let mut wrong = map;
+                wrong.set(i, ChunkStart { output, input });
+                assert!(check_chunks(stored, &raw, &wrong).is_err(), "{wrong:?}");
+            }
+        }
         // Each chunk from its start, with nothing before it decoded.
         for start in map.as_slice() {
             let mut reader =

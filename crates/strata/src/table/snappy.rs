@@ -66,6 +66,14 @@ pub(crate) struct SnappyProgress {
     total: usize,
 }
 
+impl SnappyProgress {
+    /// True if the decode began at a chunk ([`SnappyReader::at_chunk`]), not at the block's
+    /// start.
+    pub(crate) fn began_at_chunk(&self) -> bool {
+        self.base > 0
+    }
+}
+
 /// A Snappy block being decoded into a buffer the caller lends (and takes back whole,
 /// [`finish`](Self::finish), or as it stands, [`into_buffer`](Self::into_buffer)).
 ///

@@ -837,7 +837,7 @@ fn lookups_that_decode_blocks_part_way_agree_with_whole_blocks() {
     targets.push(ikey(b"", MAX_SEQNO));
     targets.push(ikey(b"zzz", MAX_SEQNO));
 
-    for block_size in [256, 4096] {
+    for block_size in [256, 4096, 16384] {
         let options = TableOptions {
             block_size,
             compression: Compression::Snappy,
@@ -849,6 +849,12 @@ fn lookups_that_decode_blocks_part_way_agree_with_whole_blocks() {
         };
         // Read with `pread`: every block decoded whole.
         let whole = open(env.new_random_access_file(&path).unwrap(), None);
+        // Blocks of 4 KiB and more are compressed in chunks (`table::chunks`), which lookups
+        // decode from the one that holds their key; the check finds every map sound.
+        let verification = whole.verify();
+        assert!(verification.damage.is_empty(), "{:?}", verification.damage);
+        let chunked = verification.chunked_blocks;
+        assert_eq!(chunked > 0, block_size >= 4096, "block size {block_size}: {chunked} chunked");
         let lookup = |table: &Table, read: &BlockReadOptions, target: &[u8]| {
             table
                 .get_in_block(read, target, |block, k, v| {

@@ -6,7 +6,8 @@
 //! top, a MANIFEST and CURRENT. LevelDB then opens it with paranoid checks, replays the log,
 //! and must return exactly the contents a `BTreeMap` model holds, by a forward scan, a backward
 //! scan, and a point lookup of every present and many absent keys (through strata's filters
-//! when they are on).
+//! when they are on). strata's Snappy tables compress data blocks in chunks and add where
+//! they start to the index entries (`table::chunks`); the cases check that they do.
 //!
 //! Run with `cargo test -p strata --features leveldb-interop --test leveldb interop::` after
 //! `scripts/install-peers.sh --leveldb-only`.
@@ -21,7 +22,7 @@ use strata::env::write_file;
 use strata::filter::BloomFilterPolicy;
 use strata::key::{append_internal_key, ValueKind};
 use strata::log::LogWriter;
-use strata::table::{Compression, TableBuilder, TableOptions};
+use strata::table::{Compression, Table, TableBuilder, TableOptions};
 use strata::version::{FileMetaData, VersionEdit};
 use strata::{Env, PosixEnv, WriteBatch};
 
@@ -232,6 +233,28 @@ fn check_case(compression: Compression, bloom: bool) {
     };
     let model = write_database(tmp.path(), &options);
     let case = format!("compression {compression:?}, bloom {bloom}");
+    // strata's Snappy tables hold blocks compressed in chunks, their starts after each
+    // handle in the index: LevelDB must read those too.
+    let env = PosixEnv::new();
+    for number in [1, 2] {
+        let path = tmp.path().join(format!("{number:06}.ldb"));
+        let size = std::fs::metadata(&path).unwrap().len();
+        let file = env.new_random_access_file(&path).unwrap();
+        let verification = Table::open(options.clone(), file, &path, size, None)
+            .unwrap()
+            .verify();
+        assert!(
+            verification.damage.is_empty(),
+            "{case}: {:?}",
+            verification.damage
+        );
+        let chunked = verification.chunked_blocks;
+        assert_eq!(
+            chunked > 0,
+            compression == Compression::Snappy,
+            "{case}: {chunked} chunked"
+        );
+    }
     let db =
         LevelDb::open(tmp.path(), bloom.then_some(10)).unwrap_or_else(|e| panic!("{case}: {e}"));
     let expected: Vec<_> = model.clone().into_iter().collect();

@@ -971,11 +971,20 @@ impl BlockIter {
             .filter(|bytes| bytes.len() == stored_len)
             .ok_or_else(|| corrupt("table mapping no longer holds the block"))?;
         let contents = &stored[..stored_len - BLOCK_TRAILER_SIZE];
+        // A decode begun at a chunk placed the entry where the chunk map said: the whole
+        // block must hold the same bytes there, or the cursor's offsets would be wrong.
+        let entry = progress
+            .began_at_chunk()
+            .then(|| self.block.data.get(self.current..self.next_offset).map(<[u8]>::to_vec))
+            .flatten();
         let data = match Arc::get_mut(&mut self.block).and_then(Block::take_heap) {
             Some(buffer) => SnappyReader::resume(contents, progress, buffer).finish(),
             None => SnappyReader::new_in(contents, block_buffer).and_then(SnappyReader::finish),
         }
         .map_err(corrupt)?;
+        if entry.is_some_and(|entry| data.get(self.current..self.next_offset) != Some(&entry[..])) {
+            return Err(corrupt("block's chunk map does not fit the block"));
+        }
         let block = Block::new(data, path, file_offset)?;
         match Arc::get_mut(&mut self.block) {
             Some(owned) => *owned = block,

@@ -906,6 +906,100 @@ fn finding_while_decoding_agrees_with_find() {
     }
 }
 
+/// `find_while_decoding` from the chunk [`reader_at_chunk`] picks, in blocks compressed in
+/// chunks (`table::chunks`): the same answer as `find` for every key, keys between and
+/// around them; the scan starts at the last chunk whose first key is before the target.
+/// With a chunk map that does not fit the block (a start moved by a byte or swapped with
+/// another block's), a lookup fails or gives `find`'s answer, never another.
+#[test]
+fn finding_from_a_chunk_agrees_with_find() {
+    use crate::key::{append_internal_key, InternalKeyComparator, ValueKind};
+    use crate::table::chunks::{compress_in_chunks, ChunkStart};
+    let icmp = InternalKeyComparator::new(Arc::new(BytewiseComparator));
+    let ikey = |user: &[u8], seqno| {
+        let mut k = Vec::new();
+        append_internal_key(&mut k, user, seqno, ValueKind::Value);
+        k
+    };
+    for restart_interval in [1, 4, 16] {
+        let entries: Vec<_> = (0..200)
+            .map(|i| {
+                let user = format!("user{:04}", i * 2);
+                let value = format!("value {i} {}", "ab".repeat(i % 23));
+                (ikey(user.as_bytes(), 100), value.into_bytes())
+            })
+            .collect();
+        let data = build(&entries, restart_interval);
+        let block = parse(data.clone()).unwrap();
+        let restarts: Vec<u32> = (0..block.num_restarts).map(|i| block.restart_point(i) as u32).collect();
+        let mut out = Vec::new();
+        let (len, chunks) = compress_in_chunks(
+            &mut snap::raw::Encoder::new(),
+            &data,
+            &restarts,
+            block.restarts_offset,
+            &mut out,
+        )
+        .unwrap();
+        let stored = &out[..len];
+        assert!(chunks.as_slice().len() >= 2, "restart interval {restart_interval}");
+        // Each chunk's first key, for the start the scan should pick.
+        let first_keys: Vec<Vec<u8>> = chunks
+            .as_slice()
+            .iter()
+            .map(|s| {
+                let mut it = block.iter(Arc::new(icmp.clone()));
+                it.seek_to_first();
+                while it.current != s.output as usize {
+                    it.next();
+                }
+                it.key().to_vec()
+            })
+            .collect();
+        let find = |chunks: &ChunkStarts, target: &[u8]| {
+            let (mut reader, start) =
+                reader_at_chunk(stored, chunks, &icmp, target, |_| Vec::new())?;
+            let got = find_while_decoding(&mut reader, start, &icmp, target, |k, v| {
+                (k.to_vec(), v.to_vec())
+            })?;
+            Ok::<_, &str>((got, start))
+        };
+        let mut wrong_maps = Vec::new();
+        for (i, s) in chunks.as_slice().iter().enumerate() {
+            for (dout, din) in [(1i64, 0i64), (-1, 0), (0, 1), (0, -1), (3, 2)] {
+                let mut map = chunks;
+                let moved = ChunkStart {
+                    output: (i64::from(s.output) + dout) as u32,
+                    input: (i64::from(s.input) + din) as u32,
+                };
+                map.set(i, moved);
+                wrong_maps.push(map);
+            }
+        }
+        for i in 0..405 {
+            let target = ikey(format!("user{i:04}").as_bytes(), 100);
+            let expected = block
+                .find(&icmp, &target, |k, v| (k.to_vec(), v.to_vec()))
+                .unwrap();
+            let (got, start) = find(&chunks, &target).unwrap();
+            // Past the last key the scan reaches the restart array and defers to `find`.
+            if got.is_some() {
+                assert_eq!(got, expected, "target {i}, restart interval {restart_interval}");
+            } else {
+                assert!(expected.is_none(), "target {i}");
+            }
+            let chunk = first_keys.iter().rposition(|k| icmp.compare(k, &target).is_lt());
+            let want_start = chunk.map_or(0, |c| chunks.as_slice()[c].output as usize);
+            assert_eq!(start, want_start, "target {i}, restart interval {restart_interval}");
+            for map in &wrong_maps {
+                if let Ok((Some(got), _)) = find(map, &target) {
+                    assert_eq!(Some(got), expected, "target {i}, map {map:?}");
+                }
+            }
+        }
+    }
+}
+
 /// The scan stops at the restart array even where its bytes, read on, would look like an
 /// entry: the first restart's four zero bytes read as an entry with no key, which a block of
 /// internal keys never holds. (Here the next restarts are bytes that decode as a key after
@@ -1052,10 +1146,43 @@ fn stored_snappy(data: &[u8], damage: impl FnOnce(&mut Vec<u8>)) -> Arc<dyn Rand
     Arc::new(MappedBytes(stored))
 }
 
+/// `data` (a block [`build`] made) stored as strata's table builder stores it with Snappy:
+/// compressed in chunks that decode alone, with where they start (none if it has no cut).
+fn stored_snappy_in_chunks(data: &[u8]) -> (Arc<dyn RandomAccessFile>, ChunkStarts) {
+    let n = data.len();
+    let count = u32::from_le_bytes(data[n - 4..].try_into().unwrap()) as usize;
+    let entries_end = n - 4 - 4 * count;
+    let restarts: Vec<u32> = data[entries_end..n - 4]
+        .chunks(4)
+        .map(|r| u32::from_le_bytes(r.try_into().unwrap()))
+        .collect();
+    let mut out = Vec::new();
+    let mut encoder = snap::raw::Encoder::new();
+    let (len, chunks) =
+        crate::table::chunks::compress_in_chunks(&mut encoder, data, &restarts, entries_end, &mut out)
+            .expect("a block with a cut");
+    out.truncate(len);
+    let kind = crate::table::format::Compression::Snappy as u8;
+    let crc = crate::coding::mask_crc(crate::table::format::block_crc(&out, kind));
+    out.push(kind);
+    out.extend_from_slice(&crc.to_le_bytes());
+    (Arc::new(MappedBytes(out)), chunks)
+}
+
 /// [`BlockIter::seek_while_decoding`] of the block `file` holds whole at offset 0.
 fn seek_streamed(
     slot: &mut Option<BlockIter>,
     file: &Arc<dyn RandomAccessFile>,
+    target: &[u8],
+) -> Result<()> {
+    seek_streamed_in_chunks(slot, file, &ChunkStarts::default(), target)
+}
+
+/// [`seek_streamed`] in a block compressed in the chunks `chunks` places.
+fn seek_streamed_in_chunks(
+    slot: &mut Option<BlockIter>,
+    file: &Arc<dyn RandomAccessFile>,
+    chunks: &ChunkStarts,
     target: &[u8],
 ) -> Result<()> {
     let len = (1..=1 << 16)
@@ -1068,7 +1195,7 @@ fn seek_streamed(
         &BytewiseComparator,
         target,
         stored,
-        &ChunkStarts::default(),
+        chunks,
         file,
         &path(),
         0,
@@ -1086,16 +1213,34 @@ fn at(it: &BlockIter) -> Option<(Vec<u8>, Vec<u8>)> {
 /// table's cursor is from block to block.
 #[test]
 fn a_seek_that_decodes_part_way_reads_what_the_whole_block_holds() {
+    seeks_part_way_read_what_the_whole_block_holds(false);
+}
+
+/// The same when the block is compressed in chunks (`table::chunks`) and the seek decodes
+/// from the chunk that holds its entry: every move after it reads the whole block's entries
+/// (decoded again from the block's start when the cursor needs them).
+#[test]
+fn a_seek_from_a_chunk_reads_what_the_whole_block_holds() {
+    seeks_part_way_read_what_the_whole_block_holds(true);
+}
+
+fn seeks_part_way_read_what_the_whole_block_holds(chunked: bool) {
     let model = entries(150);
     let mut probes: Vec<Vec<u8>> = model.iter().map(|(k, _)| k.clone()).collect();
     probes.extend(model.iter().map(|(k, _)| [&k[..], b"\0"].concat()));
     probes.extend([b"a".to_vec(), b"key".to_vec(), b"zzzzzzzzzz".to_vec()]);
     for restart in [1, 4, 16] {
-        let file = stored_snappy(&build(&model, restart), |_| {});
+        let data = build(&model, restart);
+        let (file, chunks) = if chunked {
+            stored_snappy_in_chunks(&data)
+        } else {
+            (stored_snappy(&data, |_| {}), ChunkStarts::default())
+        };
+        assert_eq!(chunks.is_empty(), !chunked, "restart interval {restart}");
         let mut slot = None;
         for (n, probe) in probes.iter().enumerate() {
             let first = model.iter().position(|(k, _)| k.as_slice() >= probe.as_slice());
-            seek_streamed(&mut slot, &file, probe).unwrap();
+            seek_streamed_in_chunks(&mut slot, &file, &chunks, probe).unwrap();
             let it = slot.as_mut().unwrap();
             assert_eq!(at(it), first.map(|i| model[i].clone()), "seek to {probe:?}");
             let Some(i) = first else {
