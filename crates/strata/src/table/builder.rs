@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! [`TableBuilder`]: writes a sorted table, byte-identical to LevelDB's for the same entries and
-//! options (with compression off; Snappy encoders differ in their byte choices).
+//! options with compression off. With Snappy, data blocks are compressed in chunks that
+//! decode alone and their index entries say where the chunks start (`table::chunks`), which
+//! LevelDB reads as it reads its own tables.
 
 use super::block_builder::BlockBuilder;
 use super::chunks::ChunkStarts;

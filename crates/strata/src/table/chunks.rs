@@ -4,23 +4,33 @@
 //!
 //! A Snappy block is one stream: an element may copy bytes from anywhere before it, so a
 //! reader that wants the entry in the middle of a block must decode the whole first half.
-//! strata's builder instead compresses a data block as up to [`MAX_CHUNKS`] pieces, each cut
-//! at a restart point (whose entry stores its whole key) and compressed alone, and joins
-//! their elements behind one length header. The result is an ordinary Snappy stream (LevelDB
+//! strata's builder instead compresses a data block as two pieces, cut at the restart point
+//! (whose entry stores its whole key) nearest its middle, each compressed alone, and joins
+//! their elements behind one length header (the format allows up to [`MAX_CHUNKS`]). The result is an ordinary Snappy stream (LevelDB
 //! and any Snappy decoder read it whole), in which no element of a chunk reaches before the
 //! chunk's start. Where each chunk starts, in the decoded block and in the stored bytes, goes
 //! into the block's index entry after its handle: LevelDB reads only the handle there, and
 //! allows bytes after it for features to come (`Table::BlockReader` in its table.cc).
 //!
-//! Index entry value: `handle ‖ varint count ‖ (varint output delta ‖ varint input delta) *
-//! count`, the deltas from the previous chunk's start (the first from the block's start, 0
-//! and 0). `count` is the chunks after the first, 1 to `MAX_CHUNKS - 1`. A value with
-//! nothing after its handle (every LevelDB table's) has one chunk: the whole block.
+//! Index entry value: `handle ‖ CHUNK_MAP_TAG ‖ varint count ‖ (varint output delta ‖ varint
+//! input delta) * count`, the deltas from the previous chunk's start (the first from the
+//! block's start, 0 and 0). `count` is the chunks after the first, 1 to `MAX_CHUNKS - 1`. A
+//! value with nothing after its handle (every LevelDB table's) has one chunk: the whole block;
+//! so does one with anything else after it (some other writer's extension).
+//!
+//! Trust: a map is as trusted as the handle before it, both under the index block's checksum
+//! and written by this builder. What readers check anyway: a chunk start inside the block, a
+//! restart entry at each probed start, no copy reaching before the chunk, and, when a cursor
+//! begun at a chunk decodes its whole block, the same bytes at its entry. `Table::verify`
+//! (`strata check`) checks every map whole (`check_chunks`).
 
 use crate::coding::{decode_fixed32, put_varint32, varint_length, Decoder};
 use crate::table::snappy::SnappyReader;
 
-/// The most chunks a data block is compressed in.
+/// The byte after the handle that marks a chunk map (version 1 of it).
+const CHUNK_MAP_TAG: u8 = 0xc1;
+
+/// The most chunks a chunk map may describe (the builder makes two).
 pub(crate) const MAX_CHUNKS: usize = 4;
 
 /// The fewest decoded bytes a chunk holds: below that, the bytes its index entry costs and
@@ -54,6 +64,32 @@ impl ChunkStarts {
         self.len == 0
     }
 
+    /// One start, packed into 32 bits as `Table` keeps it in memory for each data block
+    /// (`output << 16 | input`), if there is a start and both offsets fit in 16 bits; 0 (no
+    /// start: the block decodes from its beginning) otherwise. Of several starts, the
+    /// middle one.
+    pub(crate) fn packed(&self) -> u32 {
+        let Some(start) = self.as_slice().get(usize::from(self.len) / 2) else {
+            return 0;
+        };
+        match (u16::try_from(start.output), u16::try_from(start.input)) {
+            (Ok(output), Ok(input)) => u32::from(output) << 16 | u32::from(input),
+            _ => 0,
+        }
+    }
+
+    /// The starts [`packed`](Self::packed) keeps: one, or none for 0.
+    pub(crate) fn unpacked(packed: u32) -> ChunkStarts {
+        let mut starts = ChunkStarts::default();
+        if packed != 0 {
+            starts.push(ChunkStart {
+                output: packed >> 16,
+                input: packed & 0xffff,
+            });
+        }
+        starts
+    }
+
     /// Puts `start` in place of the `i`-th start (a test's damage).
     #[cfg(test)]
     pub(crate) fn set(&mut self, i: usize, start: ChunkStart) {
@@ -71,6 +107,7 @@ impl ChunkStarts {
         if self.is_empty() {
             return;
         }
+        dst.push(CHUNK_MAP_TAG);
         put_varint32(dst, u32::from(self.len));
         let mut last = ChunkStart::default();
         for start in self.as_slice() {
@@ -81,14 +118,14 @@ impl ChunkStarts {
     }
 
     /// Reads what follows a handle in an index entry (`rest`) for a block of `stored_size`
-    /// bytes. Nothing reads as one chunk; anything that is not a map of 1 to
-    /// `MAX_CHUNKS - 1` starts strictly increasing in both offsets, each input start inside
-    /// the block, reads as `None`.
+    /// bytes. Nothing, or bytes that do not begin with the tag, read as one chunk; a tagged
+    /// map that is not 1 to `MAX_CHUNKS - 1` starts strictly increasing in both offsets, each
+    /// input start inside the block, reads as `None`.
     pub(crate) fn decode(rest: &[u8], stored_size: u64) -> Option<ChunkStarts> {
         let mut starts = ChunkStarts::default();
-        if rest.is_empty() {
+        let Some((&CHUNK_MAP_TAG, rest)) = rest.split_first() else {
             return Some(starts);
-        }
+        };
         let mut d = Decoder::new(rest);
         let count = usize::try_from(d.varint32()?).ok()?;
         if count == 0 || count >= MAX_CHUNKS {
@@ -162,33 +199,28 @@ pub(crate) fn check_chunks(
     Ok(())
 }
 
-/// The decoded offsets where a data block's chunks after the first begin: restart points
-/// (from `restarts`, in increasing order, the first 0) at least `MIN_CHUNK` bytes, and a
-/// quarter of the entries, past the previous chunk's start, and at least `MIN_CHUNK` bytes
-/// before `entries_end` (where the restart array begins). At most `MAX_CHUNKS - 1`.
-pub(crate) fn chunk_cuts(restarts: &[u32], entries_end: usize) -> ([u32; MAX_CHUNKS - 1], usize) {
-    let mut cuts = [0u32; MAX_CHUNKS - 1];
-    let mut count = 0;
-    let step = MIN_CHUNK.max(entries_end / MAX_CHUNKS);
-    let mut last = 0usize;
-    for &restart in restarts {
-        let at = restart as usize;
-        if count == cuts.len() || at + MIN_CHUNK > entries_end {
-            break;
-        }
-        if at >= last + step {
-            cuts[count] = restart;
-            count += 1;
-            last = at;
-        }
+/// Where strata's builder cuts a data block (`raw_len` bytes, entries ending at
+/// `entries_end`, restart points `restarts` in increasing order, the first 0): at the
+/// restart point nearest the middle of the entries that leaves at least `MIN_CHUNK` bytes on
+/// either side, so that a lookup decodes about a quarter of the block on average rather than
+/// half. One cut, as `Table` keeps in memory; none in a block of more than 64 KiB (whose
+/// offsets the table would not keep) or too small to pay for it.
+pub(crate) fn chunk_cut(restarts: &[u32], entries_end: usize, raw_len: usize) -> Option<u32> {
+    if raw_len > usize::from(u16::MAX) {
+        return None;
     }
-    (cuts, count)
+    let middle = entries_end / 2;
+    restarts
+        .iter()
+        .copied()
+        .filter(|&r| r as usize >= MIN_CHUNK && r as usize + MIN_CHUNK <= entries_end)
+        .min_by_key(|&r| (r as usize).abs_diff(middle))
 }
 
 /// Compresses `raw` (a data block whose entries end at `entries_end`, with restart points
-/// `restarts`) with Snappy in the chunks [`chunk_cuts`] picks, into `out` (grown as
-/// needed). Returns the stored length and the chunks' starts; `None` for a block with no
-/// cut, to be compressed whole.
+/// `restarts`) with Snappy in the chunks [`chunk_cut`] picks, into `out` (grown as needed).
+/// Returns the stored length and the chunks' starts; `None` for a block with no cut, or one
+/// the encoder refuses (too large), to be compressed whole.
 pub(crate) fn compress_in_chunks(
     encoder: &mut snap::raw::Encoder,
     raw: &[u8],
@@ -196,10 +228,19 @@ pub(crate) fn compress_in_chunks(
     entries_end: usize,
     out: &mut Vec<u8>,
 ) -> Option<(usize, ChunkStarts)> {
-    let (cuts, count) = chunk_cuts(restarts, entries_end);
-    if count == 0 {
-        return None;
-    }
+    let cut = chunk_cut(restarts, entries_end, raw.len())?;
+    compress_at_cuts(encoder, raw, &[cut], out)
+}
+
+/// [`compress_in_chunks`] at the decoded offsets `cuts` (restart points, increasing, inside
+/// the block, at most `MAX_CHUNKS - 1`).
+pub(crate) fn compress_at_cuts(
+    encoder: &mut snap::raw::Encoder,
+    raw: &[u8],
+    cuts: &[u32],
+    out: &mut Vec<u8>,
+) -> Option<(usize, ChunkStarts)> {
+    debug_assert!(cuts.len() < MAX_CHUNKS && cuts.windows(2).all(|w| w[0] < w[1]));
     let mut header = Vec::with_capacity(5);
     put_varint32(&mut header, u32::try_from(raw.len()).ok()?);
     let bound = header.len() + snap::raw::max_compress_len(raw.len()) + 5 * MAX_CHUNKS;
@@ -210,7 +251,7 @@ pub(crate) fn compress_in_chunks(
     let mut len = header.len();
     let mut starts = ChunkStarts::default();
     let mut from = 0usize;
-    for end in cuts[..count].iter().map(|&c| c as usize).chain([raw.len()]) {
+    for end in cuts.iter().map(|&c| c as usize).chain([raw.len()]) {
         if from > 0 {
             starts.push(ChunkStart {
                 output: u32::try_from(from).ok()?,
@@ -261,29 +302,48 @@ mod tests {
     }
 
     #[test]
+    fn packs_one_start_into_32_bits() {
+        assert_eq!(ChunkStarts::default().packed(), 0);
+        let one = starts(&[(1856, 930)]);
+        assert_eq!(ChunkStarts::unpacked(one.packed()), one);
+        // Of three, the middle one.
+        let three = starts(&[(1000, 400), (2000, 900), (3000, 1300)]);
+        assert_eq!(ChunkStarts::unpacked(three.packed()), starts(&[(2000, 900)]));
+        // Offsets past 16 bits are not kept.
+        assert_eq!(starts(&[(70_000, 900)]).packed(), 0);
+        assert_eq!(starts(&[(900, 70_000)]).packed(), 0);
+        assert_eq!(ChunkStarts::unpacked(0), ChunkStarts::default());
+    }
+
+    #[test]
     fn refuses_maps_that_are_not_increasing_or_too_long() {
         // count 0; count MAX_CHUNKS; a zero delta; a count with its starts missing.
         let cases: [&[u8]; 5] = [&[0], &[4, 1, 1, 1, 1, 1, 1, 1, 1], &[1, 0, 5], &[1, 5, 0], &[2, 5, 5]];
         for case in cases {
-            assert_eq!(ChunkStarts::decode(case, 1 << 20), None, "{case:?}");
+            let tagged = [&[CHUNK_MAP_TAG][..], case].concat();
+            assert_eq!(ChunkStarts::decode(&tagged, 1 << 20), None, "{case:?}");
+            // Untagged, the same bytes are another writer's: one chunk.
+            assert_eq!(ChunkStarts::decode(case, 1 << 20), Some(ChunkStarts::default()));
         }
     }
 
     #[test]
-    fn cuts_at_restarts_far_enough_apart() {
+    fn cuts_at_the_restart_nearest_the_middle() {
         // db_bench's 116-byte entries, a restart every 16: 1856 bytes apart.
         let restarts: Vec<u32> = (0..3).map(|i| i * 1856).collect();
-        assert_eq!(chunk_cuts(&restarts, 4060), ([1856, 0, 0], 1));
-        // Small entries: restarts 640 apart, cuts at least a quarter of the block apart.
+        assert_eq!(chunk_cut(&restarts, 4060, 4076), Some(1856));
+        // Small entries: restarts 640 apart.
         let restarts: Vec<u32> = (0..7).map(|i| i * 640).collect();
-        assert_eq!(chunk_cuts(&restarts, 4200), ([1280, 2560, 0], 2));
-        // A big block: at most MAX_CHUNKS - 1 cuts.
+        assert_eq!(chunk_cut(&restarts, 4200, 4232), Some(1920));
+        // Every entry a restart: the one nearest the middle.
+        let restarts: Vec<u32> = (0..100).map(|i| i * 41).collect();
+        assert_eq!(chunk_cut(&restarts, 4100, 4504), Some(2050));
+        // A small block, or one with no restart far enough from both ends, is not cut.
+        assert_eq!(chunk_cut(&[0, 900], 1900, 1912), None);
+        assert_eq!(chunk_cut(&[0, 300, 2900], 3200, 3216), None);
+        // Nor is one larger than 64 KiB.
         let restarts: Vec<u32> = (0..100).map(|i| i * 700).collect();
-        let (cuts, count) = chunk_cuts(&restarts, 70_000);
-        assert_eq!(count, MAX_CHUNKS - 1);
-        assert!(cuts.windows(2).all(|w| w[1] - w[0] >= 70_000 / 4));
-        // A small block is not cut.
-        assert_eq!(chunk_cuts(&[0, 900], 1900).1, 0);
+        assert_eq!(chunk_cut(&restarts, 70_000, 70_404), None);
     }
 
     #[test]
@@ -297,7 +357,10 @@ mod tests {
         let (raw, restarts) = (raw.to_vec(), restarts.to_vec());
         let mut encoder = snap::raw::Encoder::new();
         let mut out = Vec::new();
-        let (len, map) = compress_in_chunks(&mut encoder, &raw, &restarts, entries_end, &mut out).unwrap();
+        assert!(compress_in_chunks(&mut encoder, &raw, &restarts, entries_end, &mut out).is_some());
+        // The most cuts a map may hold, each decoding alone.
+        let cuts = [restarts[3], restarts[8], restarts[14]];
+        let (len, map) = compress_at_cuts(&mut encoder, &raw, &cuts, &mut out).unwrap();
         assert_eq!(map.as_slice().len(), MAX_CHUNKS - 1);
         let stored = &out[..len];
         // Whole, by `snap`: the joined stream is an ordinary Snappy block.

@@ -324,8 +324,10 @@ impl BlockCompressor {
 impl BlockCompressor {
     /// [`compress`](Self::compress) for a data block, `raw`, whose entries end at
     /// `entries_end` and whose restart points are `restarts`: Snappy compresses it in
-    /// chunks that decode alone (`table::chunks`), whose starts it also returns (none when
-    /// it stores the block uncompressed or whole).
+    /// chunks that decode alone (`table::chunks`), whose starts it also returns. A block the
+    /// chunks do not shrink by an eighth (their joins cost a little) is tried whole, as
+    /// [`compress`](Self::compress) does it; none are returned then, nor for a block stored
+    /// uncompressed.
     pub(crate) fn compress_data_block<'a>(
         &'a mut self,
         raw: &'a [u8],
@@ -334,11 +336,12 @@ impl BlockCompressor {
         compression: Compression,
     ) -> (Compression, &'a [u8], ChunkStarts) {
         if compression == Compression::Snappy {
-            if let Some((n, starts)) = compress_in_chunks(&mut self.encoder, raw, restarts, entries_end, &mut self.buf) {
+            let chunked =
+                compress_in_chunks(&mut self.encoder, raw, restarts, entries_end, &mut self.buf);
+            if let Some((n, starts)) = chunked {
                 if n < raw.len() - raw.len() / 8 {
                     return (Compression::Snappy, &self.buf[..n], starts);
                 }
-                return (Compression::None, raw, ChunkStarts::default());
             }
         }
         let (kind, stored) = self.compress(raw, compression);

@@ -16,8 +16,9 @@
 //! from an offset in the next two or four bytes, little-endian.
 //!
 //! The checks are those of a whole decode (`snap`'s): a length header `snap` reads, no copy
-//! from offset 0 or from before the output's start, no element past the decoded length or past
-//! the input, and at the decoded length, no input left. `tests` compares both decoders on
+//! from offset 0 or from before the output's start (or the start of the chunk a decode began
+//! at, [`SnappyReader::at_chunk`]), no element past the decoded length or past the input, and
+//! at the decoded length, no input left. `tests` compares both decoders on
 //! valid and damaged input. A decode that stops part way checks only what it decoded.
 
 /// The varint of a block's decoded length at the start of `block`, and its size in bytes,
@@ -160,8 +161,8 @@ impl<'a> SnappyReader<'a> {
 
     /// Goes on with a decode [`suspend`](Self::suspend) stopped (or starts one, from a
     /// progress of nothing decoded). `block` must be the block that decode read, and `buffer`
-    /// the one it returned, or a copy holding at least its first `progress.decoded` bytes;
-    /// it is zeroed only where it grows.
+    /// the one it returned, or a copy holding at least its bytes from where the decode began
+    /// (0, or a chunk's start) to `progress.decoded`; it is zeroed only where it grows.
     pub(crate) fn resume(block: &'a [u8], progress: SnappyProgress, mut buffer: Vec<u8>) -> Self {
         let SnappyProgress {
             base,

@@ -858,7 +858,8 @@ impl BlockIter {
     /// checked if it is to be), which `file`'s mapping holds at `file_offset` of the file
     /// `path` names. The block is decompressed only as far as that entry: a seek that is
     /// read and dropped (db_bench's seekrandom, a get through a cursor) decodes half a block
-    /// on average. The cursor decodes the rest, from where the seek stopped, when it first
+    /// on average. The cursor decodes the rest (from where the seek stopped, or the whole
+    /// block again if the seek began at a chunk), when it first
     /// needs more of the block (a step past the entry, a step back, another seek). A target
     /// past the block's entries reads the whole block.
     ///
@@ -954,7 +955,8 @@ impl BlockIter {
         }
     }
 
-    /// Decodes the rest of the partial block, from where the seek stopped (or, if a value
+    /// Decodes the rest of the partial block, from where the seek stopped (the whole block
+    /// from its start if the seek began at a chunk; or, if a value
     /// handed out shares the block, from its start into a new buffer), and puts the whole
     /// block in its place. Offsets into the block stay valid: only the restart index is
     /// recomputed, by the next step.
@@ -1079,16 +1081,6 @@ impl Block {
                 Some(&self.data[h.value_start()..h.end()])
             })
             .collect()
-    }
-
-    /// The value of restart `index`'s entry, if the block has that restart and its entry
-    /// decodes.
-    pub(crate) fn restart_value(&self, index: usize) -> Option<&[u8]> {
-        if index >= self.num_restarts {
-            return None;
-        }
-        let h = self.restart_entry(index).ok()?;
-        Some(&self.data[h.value_start()..h.end()])
     }
 
     /// The header of restart `index`'s entry, which stores its whole key.

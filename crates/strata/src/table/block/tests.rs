@@ -914,14 +914,14 @@ fn finding_while_decoding_agrees_with_find() {
 #[test]
 fn finding_from_a_chunk_agrees_with_find() {
     use crate::key::{append_internal_key, InternalKeyComparator, ValueKind};
-    use crate::table::chunks::{compress_in_chunks, ChunkStart};
+    use crate::table::chunks::{compress_at_cuts, compress_in_chunks, ChunkStart};
     let icmp = InternalKeyComparator::new(Arc::new(BytewiseComparator));
     let ikey = |user: &[u8], seqno| {
         let mut k = Vec::new();
         append_internal_key(&mut k, user, seqno, ValueKind::Value);
         k
     };
-    for restart_interval in [1, 4, 16] {
+    for (restart_interval, three_cuts) in [(1, false), (4, false), (16, false), (1, true), (4, true), (16, true)] {
         let entries: Vec<_> = (0..200)
             .map(|i| {
                 let user = format!("user{:04}", i * 2);
@@ -933,16 +933,19 @@ fn finding_from_a_chunk_agrees_with_find() {
         let block = parse(data.clone()).unwrap();
         let restarts: Vec<u32> = (0..block.num_restarts).map(|i| block.restart_point(i) as u32).collect();
         let mut out = Vec::new();
-        let (len, chunks) = compress_in_chunks(
-            &mut snap::raw::Encoder::new(),
-            &data,
-            &restarts,
-            block.restarts_offset,
-            &mut out,
-        )
-        .unwrap();
+        let mut encoder = snap::raw::Encoder::new();
+        // The builder's one cut, or three (as many as a map holds).
+        let (len, chunks) = if three_cuts {
+            let n = restarts.len();
+            let cuts = [restarts[n / 4], restarts[n / 2], restarts[3 * n / 4]];
+            compress_at_cuts(&mut encoder, &data, &cuts, &mut out).unwrap()
+        } else {
+            compress_in_chunks(&mut encoder, &data, &restarts, block.restarts_offset, &mut out)
+                .unwrap()
+        };
         let stored = &out[..len];
-        assert!(chunks.as_slice().len() >= 2, "restart interval {restart_interval}");
+        let want = if three_cuts { 3 } else { 1 };
+        assert_eq!(chunks.as_slice().len(), want, "restart interval {restart_interval}");
         // Each chunk's first key, for the start the scan should pick.
         let first_keys: Vec<Vec<u8>> = chunks
             .as_slice()
