@@ -155,11 +155,16 @@ impl ChunkStarts {
 /// what follows it is not a map that fits the block (a decode from the block's start is
 /// right for any block; `Table::verify` reports such a map).
 pub(crate) fn after_handle(index_value: &[u8], stored_size: u64) -> ChunkStarts {
+    read_map(index_value, stored_size).unwrap_or_default()
+}
+
+/// The chunk starts in the index entry `index_value`, as [`ChunkStarts::decode`] reads what
+/// follows its handle; `None` if the handle does not decode or the map is malformed.
+pub(crate) fn read_map(index_value: &[u8], stored_size: u64) -> Option<ChunkStarts> {
     let mut d = Decoder::new(index_value);
-    if d.varint64().and(d.varint64()).is_none() {
-        return ChunkStarts::default();
-    }
-    ChunkStarts::decode(d.remaining(), stored_size).unwrap_or_default()
+    d.varint64()?;
+    d.varint64()?;
+    ChunkStarts::decode(d.remaining(), stored_size)
 }
 
 /// Checks that `starts` fit the data block stored as the Snappy data `contents`, which

@@ -1008,20 +1008,21 @@ impl Table {
     /// handle.
     fn verify_chunks(&self, handle: BlockHandle, index_value: &[u8], data: &[u8]) -> Result<bool> {
         let corrupt = |reason: &'static str| Error::corruption(&*self.path, handle.offset, reason);
-        let mut d = Decoder::new(index_value);
-        d.varint64().and(d.varint64()).ok_or_else(|| corrupt("bad block handle in index"))?;
-        let starts = ChunkStarts::decode(d.remaining(), handle.size)
+        // The caller decoded the handle: `None` is the map's.
+        let starts = chunks::read_map(index_value, handle.size)
             .ok_or_else(|| corrupt("index entry's chunk map is malformed"))?;
         if starts.is_empty() {
             // Bytes after the handle that are no chunk map: another writer's, ignored.
             return Ok(false);
         }
+        let read;
         let stored = match mapped_block(&*self.file, &self.path, self.data_end, handle)? {
-            Some(stored) => stored.to_vec(),
+            Some(stored) => stored,
             None => {
                 let mut buf = vec![0u8; handle.size as usize + BLOCK_TRAILER_SIZE];
                 read_exact_at(&*self.file, &self.path, handle.offset, &mut buf)?;
-                buf
+                read = buf;
+                &read[..]
             }
         };
         let size = stored.len() - BLOCK_TRAILER_SIZE;

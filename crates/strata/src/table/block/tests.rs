@@ -1142,6 +1142,11 @@ impl RandomAccessFile for MappedBytes {
 fn stored_snappy(data: &[u8], damage: impl FnOnce(&mut Vec<u8>)) -> Arc<dyn RandomAccessFile> {
     let mut stored = snap::raw::Encoder::new().compress_vec(data).unwrap();
     damage(&mut stored);
+    mapped_snappy_block(stored)
+}
+
+/// `stored` (Snappy data) with a table's trailer (type byte and checksum), as a mapped file.
+fn mapped_snappy_block(mut stored: Vec<u8>) -> Arc<dyn RandomAccessFile> {
     let kind = crate::table::format::Compression::Snappy as u8;
     let crc = crate::coding::mask_crc(crate::table::format::block_crc(&stored, kind));
     stored.push(kind);
@@ -1165,11 +1170,7 @@ fn stored_snappy_in_chunks(data: &[u8]) -> (Arc<dyn RandomAccessFile>, ChunkStar
         crate::table::chunks::compress_in_chunks(&mut encoder, data, &restarts, entries_end, &mut out)
             .expect("a block with a cut");
     out.truncate(len);
-    let kind = crate::table::format::Compression::Snappy as u8;
-    let crc = crate::coding::mask_crc(crate::table::format::block_crc(&out, kind));
-    out.push(kind);
-    out.extend_from_slice(&crc.to_le_bytes());
-    (Arc::new(MappedBytes(out)), chunks)
+    (mapped_snappy_block(out), chunks)
 }
 
 /// [`BlockIter::seek_while_decoding`] of the block `file` holds whole at offset 0.
