@@ -151,6 +151,17 @@ impl<S: SecondLevel> TwoLevelIter<S> {
         }
     }
 
+    /// Unpositions the cursor and lends out its parts for pointing it at other entries (a
+    /// level's cursor moving on to another table): its index cursor and second level, to be
+    /// re-pointed, and the second-level cursor that was open, taken out (none is open after),
+    /// for the new second level to reuse. The cursor is unpositioned, without error, as new.
+    pub(crate) fn restart(&mut self) -> (&mut S::Index, &mut S, Option<S::Iter>) {
+        self.data_id = None;
+        self.error = None;
+        self.ahead = ReadAhead::default();
+        (&mut self.index, &mut self.second, self.data.take())
+    }
+
     /// Makes `data` the cursor the index entry names (invariant 1), keeping the open one when
     /// the entry names it already.
     fn load(&mut self) {

@@ -773,6 +773,7 @@ impl Table {
             table: self.clone(),
             options: BlockReadOptions::default(),
             released: Cell::new(0),
+            spare: Cell::new(None),
         };
         let bytes = if forward {
             blocks.expect_next(handle)
@@ -789,6 +790,7 @@ impl Table {
             table: self.clone(),
             options,
             released: Cell::new(0),
+            spare: Cell::new(None),
         };
         TableIter(TwoLevelIter::new(
             self.index.iter(self.icmp_dyn.clone()),
@@ -1151,6 +1153,9 @@ struct DataBlocks {
     /// With `options.release_behind`: the file offset below which the cursor has released the
     /// table's pages (a multiple of [`RELEASE_ALIGN`]).
     released: Cell<u64>,
+    /// The block cursor of the table this cursor was on before [`TableIter::retarget`], for
+    /// the first block it opens in this one: its key and run buffers are kept.
+    spare: Cell<Option<BlockIter>>,
 }
 
 /// A cursor that releases the pages behind it ([`BlockReadOptions::release_behind`]) does so
@@ -1287,6 +1292,7 @@ impl SecondLevel for DataBlocks {
     ) -> Result<()> {
         self.passing(handle);
         let block = self.table.data_block(handle, &self.options)?;
+        self.take_spare(slot);
         self.aim(block, slot);
         Ok(())
     }
@@ -1302,6 +1308,7 @@ impl SecondLevel for DataBlocks {
         slot: &mut Option<BlockIter>,
     ) -> Result<()> {
         let table = &*self.table;
+        self.take_spare(slot);
         // A block read from the file for a seek that could have streamed is watched: what
         // the cursor does after the seek decides how the thread's next seeks read.
         let (block, watched) = match table.resident_block(handle, &self.options)? {
@@ -1345,6 +1352,14 @@ impl SecondLevel for DataBlocks {
 }
 
 impl DataBlocks {
+    /// Puts the spare block cursor, if any, in an empty `slot`, to be re-pointed.
+    #[inline]
+    fn take_spare(&self, slot: &mut Option<BlockIter>) {
+        if slot.is_none() {
+            *slot = self.spare.take();
+        }
+    }
+
     /// The cursor in `slot` (reused, or made) pointed at `block`.
     #[inline]
     fn aim(&self, block: Arc<Block>, slot: &mut Option<BlockIter>) {
@@ -1352,6 +1367,27 @@ impl DataBlocks {
             Some(cursor) => cursor.retarget(block),
             None => *slot = Some(block.iter(self.table.icmp_dyn.clone())),
         }
+    }
+}
+
+impl TableIter {
+    /// Points the cursor at `table`, read with `options`, unpositioned, as `table.iter(options)`
+    /// would make it, reusing its parts: its index cursor (its key buffer) and its open block
+    /// cursor (its key and run buffers), where a new cursor allocates them again. A level's
+    /// cursor moving on to another table does this (`LevelTables::open_into`): a seek into a
+    /// level of many tables, as db_bench's seekrandom makes on a new cursor each time, mostly
+    /// lands in another table than the last. Requires: `table` orders keys as the table this
+    /// cursor was made for (the database's comparator).
+    pub(crate) fn retarget(&mut self, table: &Arc<Table>, options: BlockReadOptions) {
+        let (index, blocks, open) = self.0.restart();
+        index.retarget(table.index.clone());
+        let spare = open.or_else(|| blocks.spare.take());
+        *blocks = DataBlocks {
+            table: table.clone(),
+            options,
+            released: Cell::new(0),
+            spare: Cell::new(spare),
+        };
     }
 }
 

@@ -123,6 +123,51 @@ fn iterator_contract_holds_under_every_option_set() {
     }
 }
 
+/// A table cursor pointed at another table (as a level's cursor moves on) shows exactly that
+/// table's entries, from whatever position and direction it had in the one before: its kept
+/// index and block cursors carry nothing over.
+#[test]
+fn a_cursor_retargeted_to_another_table_reads_only_that_table() {
+    let icmp = InternalKeyComparator::new(crate::comparator::bytewise());
+    let first = model(600);
+    let second: Vec<_> = (0..400)
+        .map(|i| {
+            let user = format!("key{:08}", i * 3 + 1).into_bytes();
+            (ikey(&user, 5_000 + i as u64), format!("second {i}").into_bytes())
+        })
+        .collect();
+    let probes: Vec<Vec<u8>> = (0..1201)
+        .step_by(5)
+        .map(|i| ikey(format!("key{i:08}").as_bytes(), 1_000_000))
+        .collect();
+    for options in option_sets() {
+        let env = MemEnv::new();
+        env.create_dir_all(Path::new("/db")).unwrap();
+        let (a, b) = (Path::new("/db/000001.ldb"), Path::new("/db/000002.ldb"));
+        let a_size = build_file(&env, a, &options, &first);
+        let b_size = build_file(&env, b, &options, &second);
+        let open_at = |path: &Path, size| {
+            let file = env.new_random_access_file(path).unwrap();
+            Arc::new(Table::open(options.clone(), file, path, size, None).unwrap())
+        };
+        let (ta, tb) = (open_at(a, a_size), open_at(b, b_size));
+        let read = BlockReadOptions::default();
+        // Left on an entry in the middle, after a backward step, with a block open.
+        let mut it = ta.iter(read);
+        it.seek(&first[300].0);
+        it.prev();
+        assert_eq!(it.key(), &first[299].0[..]);
+        it.retarget(&tb, read);
+        assert!(!it.valid(), "unpositioned, as a new cursor");
+        check_against_model(&mut it, &second, &icmp, &probes);
+        // And back, from past the end.
+        it.seek_to_last();
+        it.next();
+        it.retarget(&ta, read);
+        check_against_model(&mut it, &first, &icmp, &probes);
+    }
+}
+
 #[test]
 fn get_finds_every_key_and_rejects_missing_ones() {
     for options in option_sets() {

@@ -71,6 +71,23 @@ impl SecondLevel for LevelTables {
             .with_table(&self.table_cache, |table| table.iter(self.options))
     }
 
+    /// The table cursor in `slot`, if any, is pointed at the new table rather than dropped:
+    /// its buffers are kept ([`TableIter::retarget`]).
+    #[inline]
+    fn open_into(
+        &self,
+        index: &LevelFileIter,
+        _: (u64, u64),
+        slot: &mut Option<TableIter>,
+    ) -> Result<()> {
+        index
+            .file()
+            .with_table(&self.table_cache, |table| match slot {
+                Some(cursor) => cursor.retarget(table, self.options),
+                None => *slot = Some(table.iter(self.options)),
+            })
+    }
+
     fn may_pass_seeks(&self) -> bool {
         self.defer_seeks
     }

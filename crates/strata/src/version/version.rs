@@ -555,14 +555,24 @@ impl Version {
         table_cache: &Arc<TableCache>,
         out: &mut Children,
     ) -> Result<()> {
-        for f in self.files[0].iter() {
-            let table = table_cache.get(f.number, f.file_size)?;
-            out.push(Box::new(table.iter(options)));
-        }
-        // Every level but the deepest may have its seeks put off: the deepest holds most
-        // keys, so it seeks first and the others are asked whether they hold anything before
-        // the key it found.
+        // Every level-0 file, and every level but the deepest, may have its seeks put off:
+        // the deepest holds most keys, so it seeks first and the others are asked whether
+        // they hold anything before the key it found. A level-0 file's cursor is a level
+        // cursor over that one file (one file is sorted and overlaps nothing, invariant 2), so
+        // it answers from the file's key range and filter and opens the table only when it
+        // must: after a sequential fill, most seeks land before the one level-0 file's range,
+        // and each used to seek that table to its first block.
         let deepest = (1..NUM_LEVELS).rev().find(|&l| !self.files[l].is_empty());
+        for f in self.files[0].iter() {
+            out.push(Box::new(level_iter(
+                self.icmp.clone(),
+                Arc::from([Arc::clone(f)]),
+                None,
+                table_cache.clone(),
+                options,
+                deepest.is_some(),
+            )));
+        }
         for level in 1..NUM_LEVELS {
             if !self.files[level].is_empty() {
                 out.push(Box::new(level_iter(

@@ -437,6 +437,53 @@ fn a_cursor_pins_the_sorted_level_tables_it_opens() {
     );
 }
 
+/// A level-0 file's cursor is asked, as a shallower level's is, whether a seek would pass it:
+/// a seek that a deeper level answers before the file's range leaves the file's table
+/// unopened, and a seek into its range reads it.
+#[test]
+fn a_seek_leaves_a_level0_file_that_starts_after_the_key_found_unopened() {
+    let env = MemEnv::new();
+    let db = overlapping_tables(&env);
+    for i in 150..200 {
+        db.put_opt(format!("k{i:03}x").as_bytes(), b"new", &w())
+            .unwrap();
+    }
+    // Flushed to level 0: the memtable overlaps level 1.
+    db.compact_range(Some(b"z"), Some(b"zz")).unwrap();
+    assert_eq!(files_per_level(&db), [1, 1, 1, 0, 0, 0, 0]);
+    drop(db);
+    let db = Db::open(DIR, options(&env)).unwrap();
+    let opened = |db: &Db| db.stats().table_cache.open_count;
+    assert_eq!(opened(&db), 0);
+    let mut cursor = db.iter_opt(&r()).unwrap();
+    cursor.seek(b"k011");
+    assert_eq!(cursor.key(), b"k011");
+    assert_eq!(cursor.value(), [b'a'; 1000]);
+    assert_eq!(
+        opened(&db),
+        2,
+        "the tables of levels 1 and 2; the level-0 table starts at k150x"
+    );
+    cursor.next();
+    assert_eq!(
+        (cursor.key(), cursor.value()),
+        (&b"k012"[..], &[b'b'; 1000][..])
+    );
+    cursor.seek(b"k160");
+    assert_eq!(cursor.key(), b"k160");
+    cursor.next();
+    assert_eq!((cursor.key(), cursor.value()), (&b"k160x"[..], &b"new"[..]));
+    assert_eq!(opened(&db), 3);
+    let mut entries = 0;
+    cursor.seek_to_first();
+    while cursor.valid() {
+        entries += 1;
+        cursor.next();
+    }
+    cursor.status().unwrap();
+    assert_eq!(entries, 250);
+}
+
 /// A writer that finds the blob collector's estimate a blob file behind wakes the collector and
 /// waits for it. The wake-up can come while the collector is busy, before it idles: the
 /// collector must then look again instead of waiting out its poll (200 ms). Here the
