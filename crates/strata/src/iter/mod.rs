@@ -9,6 +9,7 @@ mod two_level;
 mod vec_iter;
 
 pub(crate) use merging::{BackLane, MergingIter};
+pub(crate) use read_ahead::prefetch_line;
 pub(crate) use two_level::{SecondLevel, TwoLevelIter};
 #[cfg(test)]
 pub(crate) use vec_iter::VecIter;

@@ -55,7 +55,7 @@ impl ReadAhead {
 /// Asks the CPU to fetch the cache line holding `address` into every cache level.
 #[inline(always)]
 #[allow(unsafe_code)]
-fn prefetch_line(address: usize) {
+pub(crate) fn prefetch_line(address: usize) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `_mm_prefetch` is a hint: it loads nothing into a register, changes no memory
     // and never faults, whatever the address. SSE, which it needs, is part of every x86-64 CPU.

@@ -162,6 +162,56 @@ impl<S: SecondLevel> TwoLevelIter<S> {
         (&mut self.index, &mut self.second, self.data.take())
     }
 
+    /// The second level the cursor opens its cursors through.
+    pub(crate) fn second(&self) -> &S {
+        &self.second
+    }
+
+    /// A seek whose index entry the caller found without the index cursor: `id` names the
+    /// entry's second-level cursor (`None`: every entry is before `target`). That cursor is
+    /// sought first, by `seek_data` (or, if it is the open one, by its own seek); then
+    /// `position_index` puts the index cursor on the entry, so that the entry's bytes are not
+    /// waited for before the data's are read. Requires: `position_index` leaves the index
+    /// cursor on an entry naming `id` (past the end for `None`), or invalid with an error.
+    pub(crate) fn seek_located(
+        &mut self,
+        target: &[u8],
+        id: Option<S::Id>,
+        seek_data: impl FnOnce(&S, &mut Option<S::Iter>) -> Result<()>,
+        position_index: impl FnOnce(&mut S::Index),
+    ) {
+        self.ahead.start(None);
+        if self.error.is_some() {
+            return self.close();
+        }
+        let Some(id) = id else {
+            position_index(&mut self.index);
+            return self.close();
+        };
+        if self.data_id == Some(id) {
+            if let Some(d) = self.data.as_mut() {
+                d.seek(target);
+            }
+        } else {
+            match seek_data(&self.second, &mut self.data) {
+                Ok(()) => self.data_id = Some(id),
+                Err(e) => {
+                    position_index(&mut self.index);
+                    return self.fail(e);
+                }
+            }
+        }
+        position_index(&mut self.index);
+        if !self.index.valid() {
+            // Invariant 1: no open cursor without its index entry.
+            return match self.index.status() {
+                Err(e) => self.fail(e),
+                Ok(()) => self.close(),
+            };
+        }
+        self.skip_empty_forward();
+    }
+
     /// Makes `data` the cursor the index entry names (invariant 1), keeping the open one when
     /// the entry names it already.
     fn load(&mut self) {

@@ -344,6 +344,13 @@ impl Table {
         (0..count).map(|i| self.index_handle(i)).collect()
     }
 
+    /// True if a cursor's seek finds its index entry without the index cursor (the offsets
+    /// kept and the index's fences covering every entry: `TableIter::seek`).
+    #[cfg(test)]
+    pub(crate) fn locates_seeks(&self) -> bool {
+        self.block_offsets.is_some() && self.index.entry_at_or_after(&self.icmp, b"").is_some()
+    }
+
     /// The handle of the data block at `position` in the index, from the offsets kept at
     /// open; `None` past the last block, or if they were not kept.
     #[inline]
@@ -1307,6 +1314,22 @@ impl SecondLevel for DataBlocks {
         target: &[u8],
         slot: &mut Option<BlockIter>,
     ) -> Result<()> {
+        self.seek_block(handle, target, slot, || {
+            chunks::after_handle(index.value(), handle.size)
+        })
+    }
+}
+
+impl DataBlocks {
+    /// [`SecondLevel::seek_into`] for the block at `handle`, whose chunk starts `chunks`
+    /// gives (asked only for a block decoded part way).
+    fn seek_block(
+        &self,
+        handle: BlockHandle,
+        target: &[u8],
+        slot: &mut Option<BlockIter>,
+        chunks: impl FnOnce() -> ChunkStarts,
+    ) -> Result<()> {
         let table = &*self.table;
         self.take_spare(slot);
         // A block read from the file for a seek that could have streamed is watched: what
@@ -1315,7 +1338,7 @@ impl SecondLevel for DataBlocks {
             Some(block) => (block, false),
             None => match table.streamable(handle, &self.options)? {
                 Streamable::Stream(stored) if crate::table::block::seeks_stay() => {
-                    let chunks = chunks::after_handle(index.value(), handle.size);
+                    let chunks = chunks();
                     return BlockIter::seek_while_decoding(
                         slot,
                         &table.icmp_dyn,
@@ -1402,8 +1425,37 @@ impl InternalIterator for TableIter {
     fn seek_to_last(&mut self) {
         self.0.seek_to_last();
     }
+    /// When the table kept its blocks' offsets, the index entry is found from the index's
+    /// fences and the data block's handle and chunk start from the kept arrays, as a point
+    /// lookup finds them; the index cursor is put on the entry after the data block's seek
+    /// (the entry's line fetched meanwhile). Reading the entry first made the seek wait for
+    /// it: a miss, 7% of a seek's time on a fillseq 1M database (docs/benchmarks.md (36)).
     fn seek(&mut self, target: &[u8]) {
-        self.0.seek(target);
+        let table = &*self.0.second().table;
+        let located = table
+            .block_offsets
+            .is_some()
+            .then(|| table.index.entry_at_or_after(&table.icmp, target))
+            .flatten();
+        let position = match located {
+            Some(Ok(position)) => position,
+            // Not kept, or an index entry that does not decode: the cursor's own seek reads
+            // the index and reports the damage.
+            _ => return self.0.seek(target),
+        };
+        table.index.prefetch_entry(position);
+        let handle = table.index_handle(position);
+        self.0.seek_located(
+            target,
+            handle,
+            |blocks, slot| {
+                let handle = handle.expect("seek_data is called only with an id");
+                blocks.seek_block(handle, target, slot, || {
+                    blocks.table.chunk_starts(IndexSpot::Position(position))
+                })
+            },
+            |index| index.seek_to_entry(position),
+        );
     }
     #[inline]
     fn next(&mut self) {

@@ -113,14 +113,19 @@ fn iterator_contract_holds_under_every_option_set() {
         .chain([ikey(b"", 5), ikey(b"zzz", 5)])
         .collect();
     let icmp = InternalKeyComparator::new(crate::comparator::bytewise());
+    let mut located = 0;
     for options in option_sets() {
         let env = MemEnv::new();
         let size = build(&env, &options, &entries);
         let table = open(&env, &options, size, None).unwrap();
         assert_eq!(table.has_filter(), options.filter_policy.is_some());
+        located += usize::from(table.locates_seeks());
         let mut it = table.iter(BlockReadOptions::default());
         check_against_model(&mut it, &entries, &icmp, &probes);
     }
+    // Each of these tables keeps its block offsets: the seeks above found their index entries
+    // by the fences (`TableIter::seek`), not through the index cursor.
+    assert_eq!(located, option_sets().len());
 }
 
 /// A table cursor pointed at another table (as a level's cursor moves on) shows exactly that

@@ -1070,6 +1070,17 @@ impl Block {
         Some(self.first_restart_not_before(fences, comparator, target))
     }
 
+    /// Asks the CPU to fetch the first line of entry `position` of a block whose every entry
+    /// is a restart, for a cursor that will read it after other work (a table cursor's seek
+    /// reads its index entry after the data block's). Nothing if there is no such entry.
+    #[inline]
+    pub(crate) fn prefetch_entry(&self, position: usize) {
+        if position < self.num_restarts {
+            let offset = self.restart_point(position).min(self.data.len());
+            crate::iter::prefetch_line(self.data.as_ptr() as usize + offset);
+        }
+    }
+
     /// The values of the block's entries in order, if every entry is a restart and has
     /// fences (as [`entry_at_or_after`](Self::entry_at_or_after) needs); `None` otherwise, or
     /// if an entry does not decode.
@@ -1642,6 +1653,21 @@ impl BlockIter {
         }
         self.invalidate();
         false
+    }
+
+    /// Puts the cursor on entry `position` of a block whose every entry is a restart (the
+    /// positions [`Block::entry_at_or_after`] gives); past the end if the block has no such
+    /// entry.
+    pub(crate) fn seek_to_entry(&mut self, position: usize) {
+        if !self.settle() {
+            return;
+        }
+        if position >= self.block.num_restarts {
+            self.invalidate();
+            return;
+        }
+        self.seek_to_restart(position);
+        self.parse_next();
     }
 
     fn seek_to_restart(&mut self, index: usize) {
