@@ -348,7 +348,7 @@ impl Table {
     /// kept and the index's fences covering every entry: `TableIter::seek`).
     #[cfg(test)]
     pub(crate) fn locates_seeks(&self) -> bool {
-        self.block_offsets.is_some() && self.index.entry_at_or_after(&self.icmp, b"").is_some()
+        self.index_position(b"").is_some()
     }
 
     /// The handle of the data block at `position` in the index, from the offsets kept at
@@ -729,12 +729,7 @@ impl Table {
     /// only block that may hold it), and where its index entry is; `None` if every key in the
     /// table is before it.
     fn data_block_for(&self, internal_key: &[u8]) -> Result<Option<(BlockHandle, IndexSpot)>> {
-        let by_position = self
-            .block_offsets
-            .is_some()
-            .then(|| self.index.entry_at_or_after(&self.icmp, internal_key))
-            .flatten();
-        let found = match by_position {
+        let found = match self.index_position(internal_key) {
             Some(position) => {
                 let position = position?;
                 let Some(handle) = self.index_handle(position) else {
@@ -754,6 +749,16 @@ impl Table {
             }
         };
         Ok(Some(found))
+    }
+
+    /// The position of the first index entry at or after `internal_key`, found by the index's
+    /// fences without the index cursor, when the block offsets were kept (so that the entry's
+    /// handle is [`index_handle`](Self::index_handle)); `None` when they were not, or the
+    /// fences do not cover every entry.
+    #[inline]
+    fn index_position(&self, internal_key: &[u8]) -> Option<Result<usize>> {
+        self.block_offsets.as_ref()?;
+        self.index.entry_at_or_after(&self.icmp, internal_key)
     }
 
     /// Where the chunks of a data block start, its index entry at `spot`.
@@ -1432,12 +1437,7 @@ impl InternalIterator for TableIter {
     /// it: a miss, 7% of a seek's time on a fillseq 1M database (docs/benchmarks.md (36)).
     fn seek(&mut self, target: &[u8]) {
         let table = &*self.0.second().table;
-        let located = table
-            .block_offsets
-            .is_some()
-            .then(|| table.index.entry_at_or_after(&table.icmp, target))
-            .flatten();
-        let position = match located {
+        let position = match table.index_position(target) {
             Some(Ok(position)) => position,
             // Not kept, or an index entry that does not decode: the cursor's own seek reads
             // the index and reports the damage.
