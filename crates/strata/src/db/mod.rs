@@ -852,7 +852,10 @@ impl Db {
     /// [`scan`](Self::scan) are the same as Rust iterators.
     ///
     /// # Errors
-    /// [`Error::Corruption`] or [`Error::Io`] if a table cannot be opened.
+    /// None at present: the `Result` is kept for errors building a cursor may meet. A table
+    /// that cannot be opened (missing, damaged: [`Error::Corruption`], [`Error::Io`]) is
+    /// opened only when a move reaches it; the cursor is then invalid and its
+    /// [`status`](DbIterator::status) returns the error.
     /// # Example
     ///
     /// ```
