@@ -77,15 +77,18 @@ impl SecondLevel for LevelTables {
     fn open_into(
         &self,
         index: &LevelFileIter,
-        _: (u64, u64),
+        id: (u64, u64),
         slot: &mut Option<TableIter>,
     ) -> Result<()> {
-        index
-            .file()
-            .with_table(&self.table_cache, |table| match slot {
-                Some(cursor) => cursor.retarget(table, self.options),
-                None => *slot = Some(table.iter(self.options)),
-            })
+        match slot {
+            Some(cursor) => index
+                .file()
+                .with_table(&self.table_cache, |table| cursor.retarget(table, self.options)),
+            None => {
+                *slot = Some(self.open(index, id)?);
+                Ok(())
+            }
+        }
     }
 
     fn may_pass_seeks(&self) -> bool {
