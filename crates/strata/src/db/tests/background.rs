@@ -484,6 +484,41 @@ fn a_seek_leaves_a_level0_file_that_starts_after_the_key_found_unopened() {
     assert_eq!(entries, 250);
 }
 
+/// A level-0 table that cannot be opened, now that a cursor opens it only when a move
+/// reaches it, is still an error, reported by the cursor's status and naming the file: a seek
+/// the deeper levels answer before its range does not need it; one into its range fails.
+#[test]
+fn a_damaged_level0_table_is_the_cursors_error_once_a_seek_needs_it() {
+    let env = MemEnv::new();
+    let db = overlapping_tables(&env);
+    let (before, _) = tables_on_disk_and_live(&env, &db);
+    for i in 150..200 {
+        db.put_opt(format!("k{i:03}x").as_bytes(), b"new", &w())
+            .unwrap();
+    }
+    db.compact_range(Some(b"z"), Some(b"zz")).unwrap();
+    assert_eq!(files_per_level(&db), [1, 1, 1, 0, 0, 0, 0]);
+    let (after, _) = tables_on_disk_and_live(&env, &db);
+    let level0: Vec<u64> = after.into_iter().filter(|n| !before.contains(n)).collect();
+    assert_eq!(level0.len(), 1, "the flush made one table");
+    let name = format!("{:06}.ldb", level0[0]);
+    drop(db);
+    // The same size, every byte zero: open finds the file the MANIFEST lists, its footer is
+    // read only when the table is opened.
+    let path = Path::new(DIR).join(&name);
+    let size = crate::env::read_file_to_vec(&env, &path).unwrap().len();
+    crate::env::write_file(&env, &path, &vec![0; size], true).unwrap();
+    let db = Db::open(DIR, options(&env)).unwrap();
+    let mut cursor = db.iter_opt(&r()).unwrap();
+    cursor.seek(b"k011");
+    assert_eq!(cursor.key(), b"k011");
+    cursor.status().unwrap();
+    cursor.seek(b"k160");
+    assert!(!cursor.valid());
+    let err = cursor.status().unwrap_err();
+    assert!(err.to_string().contains(&name), "{err}");
+}
+
 /// A writer that finds the blob collector's estimate a blob file behind wakes the collector and
 /// waits for it. The wake-up can come while the collector is busy, before it idles: the
 /// collector must then look again instead of waiting out its poll (200 ms). Here the
