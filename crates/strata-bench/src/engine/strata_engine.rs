@@ -235,7 +235,18 @@ impl Engine for StrataEngine {
 
     fn stats(&self) -> Option<String> {
         let mut out = self.db.property("leveldb.stats")?;
-        let s = self.db.stats().stalls;
+        let stats = self.db.stats();
+        let c = &stats.block_cache;
+        out.push_str(&format!(
+            "Block cache: {} of {} bytes held, {} hits, {} misses, {} inserts; memtables {} bytes\n",
+            c.usage_bytes,
+            c.capacity_bytes,
+            c.hit_count,
+            c.miss_count,
+            c.insert_count,
+            stats.memtable_bytes + stats.immutable_memtable_bytes,
+        ));
+        let s = stats.stalls;
         out.push_str(&format!(
             "Write stalls: memtable full {} ({:.1} ms), level-0 stop {} ({:.1} ms), \
              level-0 slowdown {} ({:.1} ms)\n",
