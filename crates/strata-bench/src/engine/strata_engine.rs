@@ -260,3 +260,52 @@ impl Engine for StrataEngine {
         Some(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The numbers of the `Block cache:` line of `stats`: held, capacity, hits.
+    fn cache_line(stats: &str) -> (u64, u64, u64) {
+        let line = stats
+            .lines()
+            .find_map(|l| l.strip_prefix("Block cache: "))
+            .unwrap_or_else(|| panic!("no block cache line in {stats}"));
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let number = |i: usize| words[i].trim_end_matches(',').parse::<u64>().unwrap();
+        assert_eq!(
+            (words[1], words[3], words[4]),
+            ("of", "bytes", "held,"),
+            "{line}"
+        );
+        (number(0), number(2), number(5))
+    }
+
+    #[test]
+    fn stats_report_the_block_cache_within_its_capacity() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = EngineConfig {
+            cache_size: 64 << 10,
+            ..EngineConfig::default()
+        };
+        let engine = StrataEngine::open(dir.path(), &config, None).unwrap();
+        let value = vec![b'v'; 100];
+        let keys: Vec<String> = (0..5_000).map(|i| format!("{i:016}")).collect();
+        for key in &keys {
+            engine.write(&[(key.as_bytes(), &value)], false).unwrap();
+        }
+        engine.compact().unwrap();
+        let (held, capacity, hits) = cache_line(&engine.stats().unwrap());
+        assert_eq!((capacity, hits), (64 << 10, 0));
+        assert!(held <= capacity, "{held}");
+        let mut found = Vec::new();
+        for _ in 0..4 {
+            for key in keys.iter().step_by(7) {
+                assert!(engine.get(key.as_bytes(), &mut found).unwrap());
+            }
+        }
+        let (held, capacity, hits) = cache_line(&engine.stats().unwrap());
+        assert!(held > 0 && held <= capacity, "{held} of {capacity}");
+        assert!(hits > 0);
+    }
+}
