@@ -106,6 +106,14 @@ pub struct Flags {
     /// blocks (strata, LevelDB, RocksDB) has read every byte already.
     #[arg(long)]
     pub scan_reads_values: bool,
+    /// readseq and readreverse: walk the `--reads` entries this many times in a row and time
+    /// the benchmark by its median pass (its ops are one pass's entries). A pass over a
+    /// million entries takes 20-60 ms here, short enough for one burst of a shared host's
+    /// noise to double it; the middle of several passes is what the scan costs. Unset: one
+    /// pass (LevelDB's db_bench), or five in each `--compare`
+    /// child.
+    #[arg(long)]
+    pub scan_passes: Option<u64>,
     /// seekrandom: after each seek, step forward this many times, reading every entry (a short
     /// range query, RocksDB's `--seek_nexts`). 0, the default, is LevelDB's seekrandom. strata,
     /// leveldb, rocksdb and lmdb support it.
@@ -169,6 +177,11 @@ impl Flags {
     }
 
     /// Reads per thread for read benchmarks.
+    /// How many passes a scan benchmark makes (`--scan_passes`; one if unset, at least one).
+    pub fn scan_passes(&self) -> u64 {
+        self.scan_passes.unwrap_or(1).max(1)
+    }
+
     pub fn reads(&self) -> u64 {
         u64::try_from(self.reads).unwrap_or(self.num)
     }

@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -356,7 +356,7 @@ impl<'a> Runner<'a> {
             .map(|r| r.2)
             .max()
             .expect("one thread at least");
-        let elapsed = end.duration_since(start);
+        let mut elapsed = end.duration_since(start);
         let results: Vec<EngineResult<WorkerResult>> = results.into_iter().map(|r| r.0).collect();
         progress.finish();
         let mut total = WorkerResult::default();
@@ -369,6 +369,14 @@ impl<'a> Runner<'a> {
         }
         if matches!(plan.op, Op::Scan { .. }) && flags.scan_reads_values {
             note = format!("(values read, digest {:016x})", total.value_digest);
+        }
+        if let Some(median) = median_pass(&total.passes) {
+            // With threads, their passes overlap: the middle one stands for a pass of all.
+            elapsed = median;
+            let passes = flags.scan_passes();
+            note = format!("{note} (median of {passes} passes)")
+                .trim()
+                .to_owned();
         }
         Ok(Outcome {
             name: name.to_owned(),
@@ -447,6 +455,9 @@ struct WorkerResult {
     /// `--scan_reads_values`: the sum of the [`value_digest`]s of the values a scan visited.
     value_digest: u64,
     histogram: Histogram,
+    /// A scan of `--scan_passes` over one: each pass's time (the others count one pass's
+    /// entries, bytes and digest).
+    passes: Vec<Duration>,
 }
 
 impl WorkerResult {
@@ -456,7 +467,16 @@ impl WorkerResult {
         self.found += other.found;
         self.value_digest = self.value_digest.wrapping_add(other.value_digest);
         self.histogram.merge(&other.histogram);
+        self.passes.extend(other.passes);
     }
+}
+
+/// The middle of `passes` (the upper one of the two middle ones of an even count); `None` if
+/// there are none.
+fn median_pass(passes: &[Duration]) -> Option<Duration> {
+    let mut sorted = passes.to_vec();
+    sorted.sort_unstable();
+    sorted.get(sorted.len() / 2).copied()
 }
 
 /// One thread's share of a benchmark: its key source, values and scratch buffers.
@@ -715,28 +735,53 @@ impl<'a> Worker<'a> {
         })
     }
 
+    /// One scan, or `--scan_passes` of them in a row (each timed; the result counts the first
+    /// pass's entries, bytes and digest, and every pass must agree with it).
     fn scan(&mut self, db: &dyn Engine, reverse: bool) -> EngineResult<WorkerResult> {
-        let mut bytes = 0u64;
-        let mut digest = 0u64;
         let reads_values = self.flags.scan_reads_values;
-        let start = Instant::now();
-        let n = db.scan(reverse, self.plan.count, &mut |k, v| {
-            bytes += (k.len() + v.len()) as u64;
-            if reads_values {
-                digest = digest.wrapping_add(value_digest(v));
+        let passes = self.flags.scan_passes();
+        let mut first: Option<(u64, u64, u64)> = None;
+        let mut times = Vec::new();
+        for pass in 0..passes {
+            let mut bytes = 0u64;
+            let mut digest = 0u64;
+            let start = Instant::now();
+            let n = db.scan(reverse, self.plan.count, &mut |k, v| {
+                bytes += (k.len() + v.len()) as u64;
+                if reads_values {
+                    digest = digest.wrapping_add(value_digest(v));
+                }
+            })?;
+            let took = start.elapsed();
+            if let Some(h) = &mut self.histogram {
+                // A scan is one call; its mean time per entry stands for each entry.
+                let per_entry = took.as_secs_f64() * 1e6 / n.max(1) as f64;
+                for _ in 0..n {
+                    h.add(per_entry);
+                }
             }
-        })?;
-        if let Some(h) = &mut self.histogram {
-            // A scan is one call; its mean time per entry stands for each entry.
-            let per_entry = start.elapsed().as_secs_f64() * 1e6 / n.max(1) as f64;
-            for _ in 0..n {
-                h.add(per_entry);
+            match first {
+                None => first = Some((n, bytes, digest)),
+                Some(seen) if seen != (n, bytes, digest) => {
+                    return Err(format!(
+                        "scan pass {} of {passes} read {n} entries ({bytes} bytes, digest \
+                         {digest:016x}), the first {} ({} bytes, digest {:016x})",
+                        pass + 1,
+                        seen.0,
+                        seen.1,
+                        seen.2
+                    ));
+                }
+                Some(_) => {}
             }
+            times.push(took);
         }
+        let (ops, bytes, value_digest) = first.unwrap_or_default();
         Ok(WorkerResult {
-            ops: n,
+            ops,
             bytes,
-            value_digest: digest,
+            value_digest,
+            passes: if passes > 1 { times } else { Vec::new() },
             ..WorkerResult::default()
         })
     }
@@ -880,6 +925,64 @@ mod tests {
         let mut runner = Runner::new(&plain, "strata", dir.path());
         runner.run_one("fillseq").unwrap();
         assert_eq!(runner.run_one("readseq").unwrap().note, "");
+    }
+
+    #[test]
+    fn the_median_pass_is_the_middle_one() {
+        let ms = |v: &[u64]| {
+            v.iter()
+                .map(|&m| Duration::from_millis(m))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(median_pass(&[]), None);
+        assert_eq!(median_pass(&ms(&[7])), Some(Duration::from_millis(7)));
+        assert_eq!(
+            median_pass(&ms(&[90, 10, 30, 50, 20])),
+            Some(Duration::from_millis(30))
+        );
+        assert_eq!(
+            median_pass(&ms(&[40, 10, 30, 20])),
+            Some(Duration::from_millis(30))
+        );
+    }
+
+    #[test]
+    fn a_scan_of_several_passes_counts_one_pass_and_times_its_median() {
+        let dir = tempfile::tempdir().unwrap();
+        let passes = flags(&["--scan_passes=3", "--scan_reads_values"]);
+        let mut runner = Runner::new(&passes, "strata", dir.path());
+        runner.run_one("fillseq").unwrap();
+        for name in ["readseq", "readreverse"] {
+            let wall = Instant::now();
+            let scan = runner.run_one(name).unwrap();
+            let wall = wall.elapsed();
+            assert_eq!(scan.ops, 3000, "{name}");
+            assert_eq!(scan.bytes, 3000 * (16 + 100), "{name}");
+            assert!(
+                scan.note.ends_with(" (median of 3 passes)"),
+                "{}",
+                scan.note
+            );
+            // The middle of three passes is at most half of all three.
+            assert!(
+                scan.elapsed * 2 <= wall,
+                "{name}: {:?} of {wall:?}",
+                scan.elapsed
+            );
+        }
+        // One pass reads the same values: the digest is that of a single pass.
+        let dir = tempfile::tempdir().unwrap();
+        let one = flags(&["--scan_reads_values"]);
+        let mut single = Runner::new(&one, "strata", dir.path());
+        single.run_one("fillseq").unwrap();
+        let once = single.run_one("readseq").unwrap();
+        assert!(!once.note.contains("passes"), "{}", once.note);
+        let thrice = runner.run_one("readseq").unwrap();
+        assert_eq!(
+            thrice.note,
+            format!("{} (median of 3 passes)", once.note),
+            "the same digest"
+        );
     }
 
     #[test]

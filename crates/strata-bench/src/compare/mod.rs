@@ -381,6 +381,14 @@ fn runs_on(config: &Config, engine: &str) -> bool {
         .is_none_or(|only| only.contains(&engine))
 }
 
+/// The scan passes each child makes unless `--scan_passes` says otherwise: a readseq of a
+/// million entries is one 20-60 ms pass, which one burst of a shared host's noise can slow
+/// by half (seen in streaks of a few passes, on LMDB and strata alike); the median of five
+/// passes is not moved by a burst of one or two.
+pub const COMPARE_SCAN_PASSES: u64 = 5;
+// A median needs passes on both sides of it.
+const _: () = assert!(COMPARE_SCAN_PASSES > 2);
+
 /// Runs one configuration at `num` entries on one engine in a child db_bench and parses its
 /// JSON.
 fn run_one(
@@ -493,6 +501,10 @@ fn child_args(flags: &Flags, config: &Config, num: u64, engine: &str, dir: &Path
             args.push(format!("{name}={value}"));
         }
     }
+    if !sets("--scan_passes") {
+        let passes = flags.scan_passes.unwrap_or(COMPARE_SCAN_PASSES);
+        args.push(format!("--scan_passes={passes}"));
+    }
     let switches = [
         ("--no_compression", flags.no_compression),
         ("--no_verify_checksums", flags.no_verify_checksums),
@@ -561,6 +573,16 @@ mod tests {
         args.iter()
             .filter(|a| a.split('=').next() == Some(name))
             .count()
+    }
+
+    #[test]
+    fn children_scan_five_passes_unless_told_otherwise() {
+        let plain = child(&[], "seq-reads");
+        assert_eq!(count(&plain, "--scan_passes"), 1, "{plain:?}");
+        assert!(plain.contains(&format!("--scan_passes={COMPARE_SCAN_PASSES}")));
+        let one = child(&["--scan_passes=1"], "baseline");
+        assert!(one.contains(&"--scan_passes=1".to_owned()), "{one:?}");
+        assert_eq!(count(&one, "--scan_passes"), 1);
     }
 
     #[test]
