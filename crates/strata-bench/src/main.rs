@@ -110,9 +110,8 @@ pub struct Flags {
     /// the benchmark by its median pass (its ops are one pass's entries). A pass over a
     /// million entries takes 20-60 ms here, short enough for one burst of a shared host's
     /// noise to double it; the middle of several passes is what the scan costs. Unset: one
-    /// pass (LevelDB's db_bench), or five in each `--compare`
-    /// child.
-    #[arg(long)]
+    /// pass (LevelDB's db_bench), or five in each `--compare` child. At least 1.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub scan_passes: Option<u64>,
     /// seekrandom: after each seek, step forward this many times, reading every entry (a short
     /// range query, RocksDB's `--seek_nexts`). 0, the default, is LevelDB's seekrandom. strata,
@@ -176,12 +175,12 @@ impl Flags {
         Flags::parse_from(["db_bench"])
     }
 
-    /// Reads per thread for read benchmarks.
-    /// How many passes a scan benchmark makes (`--scan_passes`; one if unset, at least one).
+    /// How many passes a scan benchmark makes (`--scan_passes`; one if unset).
     pub fn scan_passes(&self) -> u64 {
-        self.scan_passes.unwrap_or(1).max(1)
+        self.scan_passes.unwrap_or(1)
     }
 
+    /// Reads per thread for read benchmarks.
     pub fn reads(&self) -> u64 {
         u64::try_from(self.reads).unwrap_or(self.num)
     }

@@ -928,6 +928,14 @@ mod tests {
     }
 
     #[test]
+    fn zero_scan_passes_are_refused_with_the_flag_named() {
+        let err = Flags::try_parse_from(["db_bench", "--scan_passes=0"]).unwrap_err();
+        assert!(err.to_string().contains("--scan_passes"), "{err}");
+        assert_eq!(flags(&[]).scan_passes(), 1);
+        assert_eq!(flags(&["--scan_passes=4"]).scan_passes(), 4);
+    }
+
+    #[test]
     fn the_median_pass_is_the_middle_one() {
         let ms = |v: &[u64]| {
             v.iter()
