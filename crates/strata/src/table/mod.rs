@@ -11,6 +11,7 @@ pub mod block_builder;
 mod builder;
 pub mod filter_block;
 pub mod format;
+mod index;
 mod reader;
 mod snappy;
 

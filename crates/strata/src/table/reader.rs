@@ -15,9 +15,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::block::{find_while_decoding, reader_at_chunk, Block, BlockIter, HotForms};
+use super::block::{find_while_decoding, reader_at_chunk, Block, BlockIter, HotForms, RestartFences};
 use super::chunks::{self, ChunkStarts};
 use super::filter_block::FilterBlockReader;
+use super::index::{IndexCursor, IndexKeys, TableIndex};
 use super::format::{
     expand_stored_block, mapped_block, read_block, read_exact_at, read_footer, verify_stored_block,
     BlockHandle,
@@ -145,10 +146,15 @@ pub struct Table {
     /// same as a trait object for cursors.
     icmp: InternalKeyComparator,
     icmp_dyn: Arc<dyn Comparator>,
-    /// True if the user keys are in bytewise order: the index block and cached data blocks
-    /// then carry fences ([`Block::with_fences`]).
+    /// True if the user keys are in bytewise order: the index and cached data blocks then
+    /// carry fences ([`Block::with_fences`]).
     bytewise: bool,
-    index: Arc<Block>,
+    /// The index: its keys alone when `block_offsets` holds the handles (and the comparator
+    /// is bytewise), else the index block ([`TableIndex`]).
+    index: TableIndex,
+    /// Where the index block is in the file, for the walks that read its values again
+    /// (`verify`, `salvage`, `data_blocks`) when only its keys are kept.
+    index_handle: BlockHandle,
     /// The data blocks' offsets, decoded from the index at open, in index order, then the end
     /// of the last block's trailer: a table's data blocks lie back to back, so block `i` is
     /// the `offsets[i + 1] - offsets[i] - BLOCK_TRAILER_SIZE` bytes at `offsets[i]` (4 bytes a
@@ -258,7 +264,16 @@ impl Table {
             .as_ref()
             .map_or(0, |o| (o.len() - 1).div_ceil(64));
         let verified_blocks = (0..verified_blocks).map(|_| AtomicU64::new(0)).collect();
-        let index = Arc::new(index);
+        // With the handles and chunk starts kept apart, the index's keys are all a table
+        // needs of it; the decompressed block goes.
+        let kept_keys = block_offsets.as_ref().and_then(|_| {
+            let keys = index.every_entry_keys()?;
+            IndexKeys::new(&keys, RestartFences::build(&index)?)
+        });
+        let index = match kept_keys {
+            Some(keys) => TableIndex::Keys(Arc::new(keys)),
+            None => TableIndex::Block(Arc::new(index)),
+        };
         // The blocks after the data blocks: read once here, and held copied.
         let mut meta_start = footer.index.offset.min(footer.metaindex.offset);
         let filter = match &options.filter_policy {
@@ -286,6 +301,7 @@ impl Table {
             icmp_dyn: Arc::new(InternalKeyComparator::new(options.comparator)),
             bytewise,
             index,
+            index_handle: footer.index,
             block_offsets,
             block_cuts,
             metaindex: footer.metaindex,
@@ -342,6 +358,12 @@ impl Table {
     pub(crate) fn index_handles(&self) -> Option<Vec<BlockHandle>> {
         let count = self.block_offsets.as_ref()?.len() - 1;
         (0..count).map(|i| self.index_handle(i)).collect()
+    }
+
+    /// True if the table keeps its index's keys alone ([`TableIndex::Keys`]), not the block.
+    #[cfg(test)]
+    pub(crate) fn keeps_index_keys(&self) -> bool {
+        matches!(self.index, TableIndex::Keys(_))
     }
 
     /// True if a cursor's seek finds its index entry without the index cursor (the offsets
@@ -738,7 +760,11 @@ impl Table {
                 (handle, IndexSpot::Position(position))
             }
             None => {
-                let Some(found) = self.index.find(&self.icmp, internal_key, |_, value| {
+                // A table keeping its index's keys always has a position (`index_position`).
+                let TableIndex::Block(index) = &self.index else {
+                    return Ok(None);
+                };
+                let Some(found) = index.find(&self.icmp, internal_key, |_, value| {
                     let handle = self.decode_handle(value, self.metaindex.offset)?;
                     Ok((handle, IndexSpot::Chunks(chunks::after_handle(value, handle.size))))
                 })?
@@ -804,10 +830,7 @@ impl Table {
             released: Cell::new(0),
             spare: Cell::new(None),
         };
-        TableIter(TwoLevelIter::new(
-            self.index.iter(self.icmp_dyn.clone()),
-            blocks,
-        ))
+        TableIter(TwoLevelIter::new(self.index.cursor(&self.icmp_dyn), blocks))
     }
 
     /// Visits every entry of every data block that can be read, block by block, skipping the
@@ -821,7 +844,11 @@ impl Table {
             fill_cache: false,
             release_behind: false,
         };
-        let mut index = self.index.iter(self.icmp_dyn.clone());
+        let index = match self.index_block() {
+            Ok(index) => index,
+            Err(e) => return (1, Some(e)),
+        };
+        let mut index = index.iter(self.icmp_dyn.clone());
         let (mut skipped, mut first_error) = (0, None);
         index.seek_to_first();
         while index.valid() {
@@ -890,7 +917,14 @@ impl Table {
     pub fn verify(&self) -> TableVerification {
         let mut v = TableVerification::default();
         self.verify_meta_blocks(&mut v);
-        let mut index = self.index.iter(self.icmp_dyn.clone());
+        let index = match self.index_block() {
+            Ok(index) => index,
+            Err(e) => {
+                v.damage.push(e);
+                return v;
+            }
+        };
+        let mut index = index.iter(self.icmp_dyn.clone());
         index.seek_to_first();
         let mut last_key: Option<Vec<u8>> = None;
         while index.valid() {
@@ -1060,7 +1094,7 @@ impl Table {
             release_behind: false,
         };
         let mut out = Vec::new();
-        let mut index = self.index.iter(self.icmp_dyn.clone());
+        let mut index = self.index_block()?.iter(self.icmp_dyn.clone());
         index.seek_to_first();
         while index.valid() {
             let handle = self.decode_handle(index.value(), self.metaindex.offset)?;
@@ -1080,6 +1114,22 @@ impl Table {
         Ok(out)
     }
 
+    /// The index block, for the walks that read its entries' values: the one kept, or read
+    /// again from the file (not cached) when only its keys are kept.
+    ///
+    /// # Errors
+    /// Corruption if the block is damaged now; an I/O error if reading it fails.
+    fn index_block(&self) -> Result<Arc<Block>> {
+        match &self.index {
+            TableIndex::Block(block) => Ok(block.clone()),
+            TableIndex::Keys(_) => {
+                let handle = self.index_handle;
+                let data = read_block(&*self.file, &self.path, self.data_end, handle, true)?;
+                Ok(Arc::new(Block::new(data, self.path.clone(), handle.offset)?))
+            }
+        }
+    }
+
     /// The table file's length: its data, meta and index blocks, and the footer.
     fn file_len(&self) -> u64 {
         self.data_end + FOOTER_SIZE as u64
@@ -1087,7 +1137,15 @@ impl Table {
 
     /// The approximate file offset where the data for `internal_key` is, or would be.
     pub fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
-        let mut index = self.index.iter(self.icmp_dyn.clone());
+        if let Some(Ok(position)) = self.index_position(internal_key) {
+            return self
+                .index_handle(position)
+                .map_or(self.metaindex.offset, |handle| handle.offset);
+        }
+        let TableIndex::Block(index) = &self.index else {
+            return self.metaindex.offset;
+        };
+        let mut index = index.iter(self.icmp_dyn.clone());
         index.seek(internal_key);
         if index.valid() {
             if let Some(handle) = BlockHandle::decode(index.value()) {
@@ -1237,7 +1295,7 @@ fn neighbour_len(handle: BlockHandle) -> u64 {
 }
 
 impl SecondLevel for DataBlocks {
-    type Index = BlockIter;
+    type Index = IndexCursor;
     type Iter = BlockIter;
     type Id = BlockHandle;
 
@@ -1245,7 +1303,7 @@ impl SecondLevel for DataBlocks {
     /// a separator, or the block's last key).
     #[inline]
     fn lane<'a>(
-        index: &'a BlockIter,
+        index: &'a IndexCursor,
         data: &'a mut BlockIter,
         _steps: usize,
     ) -> Option<BlockLane<'a>> {
@@ -1255,13 +1313,25 @@ impl SecondLevel for DataBlocks {
         })
     }
 
-    fn id(&self, index: &BlockIter) -> Result<BlockHandle> {
-        self.table
-            .decode_handle(index.value(), self.table.metaindex.offset)
+    /// From the kept block offsets when the index keeps only its keys, else decoded from the
+    /// index entry's value.
+    fn id(&self, index: &IndexCursor) -> Result<BlockHandle> {
+        match index.position() {
+            Some(position) => self.table.index_handle(position).ok_or_else(|| {
+                Error::corruption(
+                    &*self.table.path,
+                    self.table.index_handle.offset,
+                    "index entry past the table's block offsets",
+                )
+            }),
+            None => self
+                .table
+                .decode_handle(index.value(), self.table.metaindex.offset),
+        }
     }
 
     #[inline]
-    fn open(&self, _: &BlockIter, handle: BlockHandle) -> Result<BlockIter> {
+    fn open(&self, _: &IndexCursor, handle: BlockHandle) -> Result<BlockIter> {
         self.passing(handle);
         let block = self.table.data_block(handle, &self.options)?;
         Ok(block.iter(self.table.icmp_dyn.clone()))
@@ -1298,7 +1368,7 @@ impl SecondLevel for DataBlocks {
     #[inline]
     fn open_into(
         &self,
-        _: &BlockIter,
+        _: &IndexCursor,
         handle: BlockHandle,
         slot: &mut Option<BlockIter>,
     ) -> Result<()> {
@@ -1314,13 +1384,14 @@ impl SecondLevel for DataBlocks {
     /// any other is read as [`open_into`](Self::open_into) reads it.
     fn seek_into(
         &self,
-        index: &BlockIter,
+        index: &IndexCursor,
         handle: BlockHandle,
         target: &[u8],
         slot: &mut Option<BlockIter>,
     ) -> Result<()> {
-        self.seek_block(handle, target, slot, || {
-            chunks::after_handle(index.value(), handle.size)
+        self.seek_block(handle, target, slot, || match index.position() {
+            Some(position) => self.table.chunk_starts(IndexSpot::Position(position)),
+            None => chunks::after_handle(index.value(), handle.size),
         })
     }
 }
@@ -1408,7 +1479,7 @@ impl TableIter {
     /// cursor was made for (the database's comparator).
     pub(crate) fn retarget(&mut self, table: &Arc<Table>, options: BlockReadOptions) {
         let (index, blocks, open) = self.0.restart();
-        index.retarget(table.index.clone());
+        index.retarget(&table.index, &table.icmp_dyn);
         let spare = open.or_else(|| blocks.spare.take());
         *blocks = DataBlocks {
             table: table.clone(),

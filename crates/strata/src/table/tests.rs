@@ -120,12 +120,56 @@ fn iterator_contract_holds_under_every_option_set() {
         let table = open(&env, &options, size, None).unwrap();
         assert_eq!(table.has_filter(), options.filter_policy.is_some());
         located += usize::from(table.locates_seeks());
+        assert!(table.keeps_index_keys());
         let mut it = table.iter(BlockReadOptions::default());
         check_against_model(&mut it, &entries, &icmp, &probes);
+        assert!(table.verify().damage.is_empty());
+        assert_eq!(table.data_blocks().unwrap().len() as u64, table.verify().data_blocks);
     }
     // Each of these tables keeps its block offsets: the seeks above found their index entries
     // by the fences (`TableIter::seek`), not through the index cursor.
     assert_eq!(located, option_sets().len());
+}
+
+/// Bytewise order under a comparator that does not say it is bytewise: its tables keep their
+/// index block (no fences, so no kept offsets), and read, walk and check as the others do.
+#[test]
+fn a_table_whose_comparator_is_not_known_bytewise_keeps_its_index_block() {
+    struct Plain;
+    impl crate::comparator::Comparator for Plain {
+        fn name(&self) -> &str {
+            "leveldb.BytewiseComparator"
+        }
+        fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+            a.cmp(b)
+        }
+        fn find_shortest_separator(&self, _: &mut Vec<u8>, _: &[u8]) {}
+        fn find_short_successor(&self, _: &mut Vec<u8>) {}
+    }
+    let entries = model(600);
+    let probes: Vec<Vec<u8>> = (0..1201)
+        .step_by(5)
+        .map(|i| ikey(format!("key{i:08}").as_bytes(), 1_000_000))
+        .collect();
+    let options = TableOptions {
+        comparator: Arc::new(Plain),
+        block_size: 256,
+        ..TableOptions::default()
+    };
+    let env = MemEnv::new();
+    let size = build(&env, &options, &entries);
+    let table = open(&env, &options, size, None).unwrap();
+    assert!(!table.keeps_index_keys() && !table.locates_seeks());
+    let icmp = InternalKeyComparator::new(Arc::new(Plain));
+    let mut it = table.iter(BlockReadOptions::default());
+    check_against_model(&mut it, &entries, &icmp, &probes);
+    for (k, v) in entries.iter().step_by(13) {
+        let got = table
+            .get(&BlockReadOptions::default(), k, |fk, fv| (fk.to_vec(), fv.to_vec()))
+            .unwrap();
+        assert_eq!(got, Some((k.clone(), v.clone())));
+    }
+    assert!(table.verify().damage.is_empty());
 }
 
 /// A table cursor pointed at another table (as a level's cursor moves on) shows exactly that

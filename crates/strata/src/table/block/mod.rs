@@ -1094,6 +1094,19 @@ impl Block {
             .collect()
     }
 
+    /// The keys of the block's entries in order, if every entry is a restart and has fences
+    /// (as [`every_entry_values`](Self::every_entry_values)); `None` otherwise, or if an entry
+    /// does not decode.
+    pub(crate) fn every_entry_keys(&self) -> Option<Vec<&[u8]>> {
+        self.fences.as_ref().filter(|f| f.every_entry())?;
+        (0..self.num_restarts)
+            .map(|i| {
+                let h = self.restart_entry(i).ok()?;
+                Some(&self.data[h.key_delta..h.value_start()])
+            })
+            .collect()
+    }
+
     /// The header of restart `index`'s entry, which stores its whole key.
     ///
     /// # Errors
