@@ -154,7 +154,7 @@ pub struct Table {
     index: TableIndex,
     /// Where the index block is in the file, for the walks that read its values again
     /// (`verify`, `salvage`, `data_blocks`) when only its keys are kept.
-    index_handle: BlockHandle,
+    index_block_handle: BlockHandle,
     /// The data blocks' offsets, decoded from the index at open, in index order, then the end
     /// of the last block's trailer: a table's data blocks lie back to back, so block `i` is
     /// the `offsets[i + 1] - offsets[i] - BLOCK_TRAILER_SIZE` bytes at `offsets[i]` (4 bytes a
@@ -301,7 +301,7 @@ impl Table {
             icmp_dyn: Arc::new(InternalKeyComparator::new(options.comparator)),
             bytewise,
             index,
-            index_handle: footer.index,
+            index_block_handle: footer.index,
             block_offsets,
             block_cuts,
             metaindex: footer.metaindex,
@@ -1123,7 +1123,7 @@ impl Table {
         match &self.index {
             TableIndex::Block(block) => Ok(block.clone()),
             TableIndex::Keys(_) => {
-                let handle = self.index_handle;
+                let handle = self.index_block_handle;
                 let data = read_block(&*self.file, &self.path, self.data_end, handle, true)?;
                 Ok(Arc::new(Block::new(data, self.path.clone(), handle.offset)?))
             }
@@ -1320,7 +1320,7 @@ impl SecondLevel for DataBlocks {
             Some(position) => self.table.index_handle(position).ok_or_else(|| {
                 Error::corruption(
                     &*self.table.path,
-                    self.table.index_handle.offset,
+                    self.table.index_block_handle.offset,
                     "index entry past the table's block offsets",
                 )
             }),
