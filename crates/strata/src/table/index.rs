@@ -49,11 +49,26 @@ impl std::fmt::Debug for IndexKeys {
 }
 
 impl IndexKeys {
-    /// The keys `keys` (an index block's, in order, each an internal key) with `fences` built
-    /// over them; `None` if a key is shorter than a tag, the fences do not cover every
-    /// entry, or the keys would not fit the 31-bit ends.
-    pub(crate) fn new(keys: &[&[u8]], fences: RestartFences) -> Option<IndexKeys> {
-        if !fences.every_entry() || keys.iter().any(|k| k.len() < TAG_LEN) {
+    /// The keys of `block`, a bytewise table's index block with fences over every entry,
+    /// taking those fences out of it (they are not built twice); `None`, the block left as it
+    /// was, if it has no such fences, a key is shorter than a tag, or the keys would not fit
+    /// the 31-bit ends.
+    pub(crate) fn from_block(block: &mut Block) -> Option<IndexKeys> {
+        let (prefix, bytes, ends) = Self::store(&block.every_entry_keys()?)?;
+        let fences = block.take_fences()?;
+        Some(IndexKeys {
+            fences,
+            prefix,
+            bytes,
+            ends,
+        })
+    }
+
+    /// The prefix, stored bytes and ends of `keys` (an index block's, in order, each an
+    /// internal key), as the fields of that name hold them.
+    #[allow(clippy::type_complexity)]
+    fn store(keys: &[&[u8]]) -> Option<(Box<[u8]>, Box<[u8]>, Box<[u32]>)> {
+        if keys.iter().any(|k| k.len() < TAG_LEN) {
             return None;
         }
         let user = |k: &[u8]| -> usize { k.len() - TAG_LEN };
@@ -76,12 +91,7 @@ impl IndexKeys {
             let end = u32::try_from(bytes.len()).ok().filter(|&e| e < WHOLE)?;
             ends.push(if shares { end } else { end | WHOLE });
         }
-        Some(IndexKeys {
-            fences,
-            prefix,
-            bytes: bytes.into_boxed_slice(),
-            ends: ends.into_boxed_slice(),
-        })
+        Some((prefix, bytes.into_boxed_slice(), ends.into_boxed_slice()))
     }
 
     /// The number of entries.
@@ -410,9 +420,9 @@ mod tests {
             .with_fences()
     }
 
-    fn index_keys(block: &Block) -> IndexKeys {
-        let keys = block.every_entry_keys().unwrap();
-        IndexKeys::new(&keys, RestartFences::build(block).unwrap()).unwrap()
+    /// The keys form of `keys`' index block.
+    fn index_keys(keys: &[Vec<u8>]) -> IndexKeys {
+        IndexKeys::from_block(&mut index_block(keys)).unwrap()
     }
 
     fn ikey(user: &[u8], seq: u64) -> Vec<u8> {
@@ -464,7 +474,7 @@ mod tests {
     /// seeks and turns as a cursor over the same keys must.
     fn check(keys: &[Vec<u8>]) {
         let block = index_block(keys);
-        let kept = Arc::new(index_keys(&block));
+        let kept = Arc::new(index_keys(keys));
         let icmp = InternalKeyComparator::new(bytewise());
         for probe in probes(keys) {
             let expected = block.entry_at_or_after(&icmp, &probe).unwrap().unwrap();
@@ -491,7 +501,7 @@ mod tests {
         let keys = table_like_keys(&users, true);
         check(&keys);
         let block = index_block(&keys);
-        let kept = index_keys(&block);
+        let kept = index_keys(&keys);
         // The largest key, 24,534, has five digits.
         assert_eq!(&kept.prefix[..], b"00000000000");
         // 5 bytes after the prefix and the tag; the short last key whole.
@@ -512,7 +522,7 @@ mod tests {
     fn a_cursor_retargeted_reads_its_new_index() {
         let a = table_like_keys(&[b"apple".to_vec(), b"apricot".to_vec()], false);
         let b = table_like_keys(&[b"banana".to_vec(), b"blueberry".to_vec(), b"cherry".to_vec()], true);
-        let (ka, kb) = (index_keys(&index_block(&a)), index_keys(&index_block(&b)));
+        let (ka, kb) = (index_keys(&a), index_keys(&b));
         let cmp: Arc<dyn Comparator> = Arc::new(InternalKeyComparator::new(bytewise()));
         let mut cursor = TableIndex::Keys(Arc::new(ka)).cursor(&cmp);
         cursor.seek_to_last();

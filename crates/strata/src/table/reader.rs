@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::block::{find_while_decoding, reader_at_chunk, Block, BlockIter, HotForms, RestartFences};
+use super::block::{find_while_decoding, reader_at_chunk, Block, BlockIter, HotForms};
 use super::chunks::{self, ChunkStarts};
 use super::filter_block::FilterBlockReader;
 use super::index::{IndexCursor, IndexKeys, TableIndex};
@@ -266,10 +266,9 @@ impl Table {
         let verified_blocks = (0..verified_blocks).map(|_| AtomicU64::new(0)).collect();
         // With the handles and chunk starts kept apart, the index's keys are all a table
         // needs of it; the decompressed block goes.
-        let kept_keys = block_offsets.as_ref().and_then(|_| {
-            let keys = index.every_entry_keys()?;
-            IndexKeys::new(&keys, RestartFences::build(&index)?)
-        });
+        let kept_keys = block_offsets
+            .as_ref()
+            .and_then(|_| IndexKeys::from_block(&mut index));
         let index = match kept_keys {
             Some(keys) => TableIndex::Keys(Arc::new(keys)),
             None => TableIndex::Block(Arc::new(index)),

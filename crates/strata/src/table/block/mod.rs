@@ -1107,6 +1107,12 @@ impl Block {
             .collect()
     }
 
+    /// Takes the block's fences out of it, for a table that keeps them beside its index's
+    /// keys (`IndexKeys::from_block`); the block searches without them after.
+    pub(crate) fn take_fences(&mut self) -> Option<RestartFences> {
+        self.fences.take()
+    }
+
     /// The header of restart `index`'s entry, which stores its whole key.
     ///
     /// # Errors
